@@ -1,0 +1,38 @@
+# The README's two commands are `make run` and `make test`; both set up .venv/ first.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# Tools (nbdev_*, papermill, the Jupyter kernel) are taken from the venv.
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+PIP_FLAGS ?= -q --disable-pip-version-check
+RUN_NAME ?= smoke-digits
+
+.PHONY: setup run test test-fast bench export clean-nbs docs-check
+
+$(VENV)/.installed: settings.ini setup.py
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install $(PIP_FLAGS) -U pip 2>&1 | grep -v "is ignored: it is neither" || true
+	set -o pipefail; $(PY) -m pip install $(PIP_FLAGS) -e ".[dev]" 2>&1 | grep -v "is ignored: it is neither"
+	touch $@
+
+setup: $(VENV)/.installed
+
+## The main job: the quick end-to-end smoke run on the bundled digits, executed headlessly by papermill.
+run: setup
+	$(PY) -m contrastive_nb.core run-notebook nbs/tutorials/smoke_digits.ipynb --name $(RUN_NAME)
+
+## All tests: library/notebook sync, every notebook's checks (nbdev_test), pytest.
+test: setup
+	$(PY) -m pytest -q tests/test_export_sync.py
+	nbdev_test --n_workers 2 --timing
+	$(PY) -m pytest -q -p no:cacheprovider tests
+
+export: setup
+	nbdev_export
+
+clean-nbs: setup
+	nbdev_clean
+
+bench: setup
+	set -o pipefail; $(PY) -m pip install $(PIP_FLAGS) -e ".[dev,bench]" 2>&1 | grep -v "is ignored: it is neither"
+	$(PY) benchmarks/losses.py
