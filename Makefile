@@ -19,7 +19,7 @@ setup: $(VENV)/.installed
 
 ## The main job: the quick end-to-end smoke run on the bundled digits, executed headlessly by papermill.
 run: setup
-	$(PY) -m contrastive_nb.core run-notebook nbs/tutorials/smoke_digits.ipynb --name $(RUN_NAME)
+	contrastive-nb run nbs/tutorials/smoke_digits.ipynb --name $(RUN_NAME)-$$(date +%Y%m%d-%H%M%S)
 
 ## All tests: library/notebook sync, every notebook's checks (nbdev_test), pytest.
 test: setup

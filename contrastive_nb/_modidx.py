@@ -163,4 +163,10 @@ d = { 'settings': { 'branch': 'main',
                                        'contrastive_nb.models.SmallConvNet.forward': ( 'models.html#smallconvnet.forward',
                                                                                        'contrastive_nb/models.py'),
                                        'contrastive_nb.models.build_encoder': ('models.html#build_encoder', 'contrastive_nb/models.py'),
-                                       'contrastive_nb.models.resnet_cifar': ('models.html#resnet_cifar', 'contrastive_nb/models.py')}}}
+                                       'contrastive_nb.models.resnet_cifar': ('models.html#resnet_cifar', 'contrastive_nb/models.py')},
+            'contrastive_nb.runs': { 'contrastive_nb.runs._parser': ('runs.html#_parser', 'contrastive_nb/runs.py'),
+                                     'contrastive_nb.runs.check_parameters': ('runs.html#check_parameters', 'contrastive_nb/runs.py'),
+                                     'contrastive_nb.runs.coerce_value': ('runs.html#coerce_value', 'contrastive_nb/runs.py'),
+                                     'contrastive_nb.runs.main': ('runs.html#main', 'contrastive_nb/runs.py'),
+                                     'contrastive_nb.runs.notebook_parameters': ('runs.html#notebook_parameters', 'contrastive_nb/runs.py'),
+                                     'contrastive_nb.runs.run_notebook': ('runs.html#run_notebook', 'contrastive_nb/runs.py')}}}
