@@ -7,7 +7,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 PIP_FLAGS ?= -q --disable-pip-version-check
 RUN_NAME ?= smoke-digits
 
-.PHONY: setup run test test-fast bench export clean-nbs docs-check
+.PHONY: setup run test bench export clean-nbs readme
 
 $(VENV)/.installed: settings.ini setup.py
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -36,3 +36,8 @@ clean-nbs: setup
 bench: setup
 	set -o pipefail; $(PY) -m pip install $(PIP_FLAGS) -e ".[dev,bench]" 2>&1 | grep -v "is ignored: it is neither"
 	$(PY) benchmarks/losses.py
+
+## README.md from nbs/index.ipynb, executed and exported as Markdown by nbconvert
+## (nbdev_readme needs Quarto, which is not installable on these machines).
+readme: setup
+	jupyter nbconvert --to markdown --execute --output-dir $(CURDIR) --output README nbs/index.ipynb
