@@ -24,6 +24,7 @@ min_python = cfg['min_python']
 
 setuptools.setup(
     name=cfg['lib_name'],
+    **setup_cfg,
     license=lic[0],
     classifiers=['Development Status :: ' + statuses[int(cfg['status'])],
                  'Intended Audience :: ' + cfg['audience'].title(),
