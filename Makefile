@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 # Tools (nbdev_*, papermill, the Jupyter kernel) are taken from the venv.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 PIP_FLAGS ?= -q --disable-pip-version-check
-RUN_NAME ?= smoke-digits
+RUN_NAME ?= suncet-digits
 
 .PHONY: setup run test bench export clean-nbs readme
 
@@ -17,14 +17,14 @@ $(VENV)/.installed: settings.ini setup.py
 
 setup: $(VENV)/.installed
 
-## The main job: the quick end-to-end smoke run on the bundled digits, executed headlessly by papermill.
+## The main job: SimCLR vs SimCLR + SuNCEt on the bundled digits, executed headlessly by papermill.
 run: setup
-	contrastive-nb run nbs/tutorials/smoke_digits.ipynb --name $(RUN_NAME)-$$(date +%Y%m%d-%H%M%S)
+	contrastive-nb run nbs/tutorials/suncet_digits.ipynb --name $(RUN_NAME)-$$(date +%Y%m%d-%H%M%S)
 
 ## All tests: library/notebook sync, every notebook's checks (nbdev_test), pytest.
 test: setup
 	$(PY) -m pytest -q tests/test_export_sync.py
-	nbdev_test --n_workers 2 --timing
+	nbdev_test --n_workers 2 --timing --skip_folder_re "^([_.]|tutorials$$)"
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 export: setup

@@ -1,0 +1,134 @@
+"""Images per second of one SimCLR training step: contrastive_nb's engine step vs the same model and loss driven by
+lightly's building blocks in a plain loop.
+
+Both sides: ResNet-18 with the CIFAR stem, projection MLP 512-2048-128, NT-Xent (tau 0.5), SGD momentum 0.9, CIFAR-size
+(32 px) colour images, batch 512 (two views each), the SimCLR CIFAR augmentations (random resized crop 0.08-1, flip,
+colour jitter 0.4/0.4/0.4/0.1 with p 0.8, grayscale p 0.2, normalisation, no blur).
+
+* contrastive_nb: un-augmented uint8 images in a tensor dataset -> `BatchViews` (kornia, on the device, per-image
+  parameters) -> the engine's update (`contrastive_nb.train._views_loss`, backward, step).
+* lightly: `lightly.transforms.SimCLRTransform` on PIL images in DataLoader workers -> model -> `lightly.loss.NTXentLoss`.
+
+Reported: images/s (images = items per step, each seen in 2 views), and where the time goes (augmentation / data
+wait vs forward+backward+step). Not a test.
+
+    python benchmarks/train_throughput.py                 # CPU (and CUDA when present), batch 512
+    python benchmarks/train_throughput.py --steps 3 --batch 512
+"""
+from __future__ import annotations
+
+import argparse, os, platform, time
+
+import numpy as np
+import torch
+
+
+def make_model():
+    from contrastive_nb.models import ContrastiveModel, ProjectionHead, build_encoder
+    torch.manual_seed(0)
+    enc = build_encoder("resnet18")
+    return ContrastiveModel(enc, ProjectionHead(enc.feature_dim, 2048, 128))
+
+
+def sync(dev):
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def bench_ours(images_u8, batch, steps, dev, amp):
+    from contrastive_nb.augment import BatchViews
+    from contrastive_nb.train import LossTerm, _views_loss, make_optimizer
+    model = make_model().to(dev).train()
+    opt = make_optimizer(model, "sgd", 0.3)
+    views = BatchViews("cifar").to(dev)
+    terms = [LossTerm("nt_xent", temperature=0.5)]
+    data = torch.as_tensor(images_u8).permute(0, 3, 1, 2).contiguous()          # (n, 3, 32, 32) uint8
+    t_aug = t_fb = 0.0
+    for s in range(steps + 1):                                                   # step 0 is warm-up
+        idx = torch.randint(0, len(data), (batch,))
+        t0 = time.perf_counter()
+        x = data[idx].to(dev, non_blocking=True).float().div_(255)
+        # time the augmentation on its own (the engine makes the same two calls inside _views_loss)
+        with torch.no_grad():
+            views(x); views(x)
+        sync(dev); t1 = time.perf_counter()
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=amp and dev.type == "cuda"):
+            loss, _ = _views_loss(model, views, terms, x, None, 1)
+        opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
+        sync(dev); t2 = time.perf_counter()
+        if s > 0:
+            t_aug += t1 - t0; t_fb += (t2 - t1)
+    # the engine step includes its own augmentation: subtract nothing, report the separate timing as a breakdown
+    step = t_fb / steps
+    return {"images_per_s": batch / step, "step_s": step, "augment_s": t_aug / steps, "fwd_bwd_s": step - t_aug / steps}
+
+
+class _PILDataset(torch.utils.data.Dataset):
+    def __init__(self, images_u8, transform):
+        from PIL import Image
+        self.images = [Image.fromarray(a) for a in images_u8]
+        self.transform = transform
+    def __len__(self): return len(self.images)
+    def __getitem__(self, i): return self.transform(self.images[i]), 0
+
+
+def bench_lightly(images_u8, batch, steps, dev, amp, workers):
+    from lightly.loss import NTXentLoss
+    from lightly.transforms import SimCLRTransform
+    tf = SimCLRTransform(input_size=32, cj_strength=0.5, min_scale=0.08, gaussian_blur=0.0,
+                         normalize={"mean": [0.4914, 0.4822, 0.4465], "std": [0.2470, 0.2435, 0.2616]})
+    loader = torch.utils.data.DataLoader(_PILDataset(images_u8, tf), batch_size=batch, shuffle=True, drop_last=True,
+                                         num_workers=workers, persistent_workers=workers > 0,
+                                         pin_memory=dev.type == "cuda")
+    model = make_model().to(dev).train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.3, momentum=0.9)
+    crit = NTXentLoss(temperature=0.5)
+    t_data = t_fb = 0.0
+    it, s = iter(loader), 0
+    while s < steps + 1:
+        t0 = time.perf_counter()
+        try:
+            (v1, v2), _ = next(it)
+        except StopIteration:
+            it = iter(loader); continue
+        v1, v2 = v1.to(dev, non_blocking=True), v2.to(dev, non_blocking=True)
+        sync(dev); t1 = time.perf_counter()
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=amp and dev.type == "cuda"):
+            loss = crit(model(v1)[1], model(v2)[1])
+        opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
+        sync(dev); t2 = time.perf_counter()
+        if s > 0:
+            t_data += t1 - t0; t_fb += t2 - t1
+        s += 1
+    step = (t_data + t_fb) / steps
+    return {"images_per_s": batch / step, "step_s": step, "augment_s": t_data / steps, "fwd_bwd_s": t_fb / steps}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--batch", type=int, default=512)
+    ap.add_argument("--steps", type=int, default=3, help="timed steps after one warm-up step")
+    ap.add_argument("--workers", type=int, default=os.cpu_count(), help="DataLoader workers for lightly's loop")
+    ap.add_argument("--devices", nargs="+", default=None)
+    ap.add_argument("--no-amp", action="store_true", help="float32 on GPU too (default: bf16 autocast on GPU)")
+    a = ap.parse_args()
+    devices = a.devices or (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, (max(4 * a.batch, 2048), 32, 32, 3), dtype=np.uint8)
+    print(f"machine: {platform.machine()}, {os.cpu_count()} CPU cores, torch {torch.__version__}"
+          + (f", GPU {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ""))
+    print(f"ResNet-18 (CIFAR stem), batch {a.batch} x 2 views, 32 px, {a.steps} timed steps after 1 warm-up\n")
+    print("| device | contender | images/s | step (s) | augmentation / data wait (s) | forward+backward+step (s) | ours / lightly |")
+    print("|---|---|---|---|---|---|---|")
+    for d in devices:
+        dev = torch.device(d)
+        ours = bench_ours(images, a.batch, a.steps, dev, not a.no_amp)
+        light = bench_lightly(images, a.batch, a.steps, dev, not a.no_amp, a.workers)
+        for name, r in [("contrastive_nb engine", ours), ("lightly loop", light)]:
+            ratio = f"{ours['images_per_s'] / light['images_per_s']:.2f}x" if name.startswith("contrastive") else ""
+            print(f"| {d} | {name} | {r['images_per_s']:.1f} | {r['step_s']:.3f} | {r['augment_s']:.3f} | "
+                  f"{r['fwd_bwd_s']:.3f} | {ratio} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
