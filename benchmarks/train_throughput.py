@@ -111,6 +111,7 @@ def main():
     ap.add_argument("--workers", type=int, default=os.cpu_count(), help="DataLoader workers for lightly's loop")
     ap.add_argument("--devices", nargs="+", default=None)
     ap.add_argument("--no-amp", action="store_true", help="float32 on GPU too (default: bf16 autocast on GPU)")
+    ap.add_argument("--lightly-first", action="store_true", help="time lightly's loop before ours (order check)")
     a = ap.parse_args()
     devices = a.devices or (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
     rng = np.random.default_rng(0)
@@ -122,8 +123,12 @@ def main():
     print("|---|---|---|---|---|---|---|")
     for d in devices:
         dev = torch.device(d)
-        ours = bench_ours(images, a.batch, a.steps, dev, not a.no_amp)
-        light = bench_lightly(images, a.batch, a.steps, dev, not a.no_amp, a.workers)
+        if a.lightly_first:
+            light = bench_lightly(images, a.batch, a.steps, dev, not a.no_amp, a.workers)
+            ours = bench_ours(images, a.batch, a.steps, dev, not a.no_amp)
+        else:
+            ours = bench_ours(images, a.batch, a.steps, dev, not a.no_amp)
+            light = bench_lightly(images, a.batch, a.steps, dev, not a.no_amp, a.workers)
         for name, r in [("contrastive_nb engine", ours), ("lightly loop", light)]:
             ratio = f"{ours['images_per_s'] / light['images_per_s']:.2f}x" if name.startswith("contrastive") else ""
             print(f"| {d} | {name} | {r['images_per_s']:.1f} | {r['step_s']:.3f} | {r['augment_s']:.3f} | "

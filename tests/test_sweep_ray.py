@@ -1,0 +1,48 @@
+"""`contrastive-nb sweep --backend ray` hands its runs to an existing Ray cluster: a local Ray head on loopback."""
+import json
+import socket
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+
+from conftest import BIN, tool
+from test_sweep import write_sweep
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def ray_head(env):
+    port = _free_port()
+    short = tempfile.mkdtemp(prefix="ray", dir="/tmp")      # Ray's unix sockets need a path under 107 bytes
+    ray = str(BIN / "ray")
+    e = {**env, "RAY_USAGE_STATS_ENABLED": "0"}
+    r = subprocess.run([ray, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2",
+                        "--num-gpus=0", "--include-dashboard=false", "--disable-usage-stats",
+                        f"--temp-dir={short}"], env=e, capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    try:
+        yield f"127.0.0.1:{port}", e
+    finally:
+        subprocess.run([ray, "stop", "--force"], env=e, capture_output=True, timeout=120)
+        shutil.rmtree(short, ignore_errors=True)
+
+
+def test_sweep_on_local_ray_cluster(tmp_path, ray_head):
+    address, e = ray_head
+    sweep = write_sweep(tmp_path / "sweep.yaml", {"labeled_fraction": [0.1]}, name="r", parallel=2)
+    r = subprocess.run([tool("contrastive-nb"), "sweep", str(sweep), "--root", str(tmp_path / "runs"),
+                        "--backend", "ray", "--ray-address", address], cwd=tmp_path, env=e, capture_output=True,
+                       text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "(ray)" in r.stdout
+    st = json.loads((tmp_path / "runs" / "r" / "sweep_status.json").read_text())
+    assert st["runs"] == {"labeled_fraction-0.1_seed-0": "ok", "labeled_fraction-0.1_seed-1": "ok"}
+    for run in st["runs"]:
+        assert json.loads((tmp_path / "runs" / "r" / run / "metrics.json").read_text())["epochs"] == 2
