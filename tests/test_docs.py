@@ -6,12 +6,13 @@ valid documents that render.
 """
 import shutil
 import subprocess
+import sys
 
 import nbformat
 import pytest
 from nbconvert import HTMLExporter
 
-from conftest import ROOT, tool
+from conftest import ROOT
 
 NOTEBOOKS = sorted(p.relative_to(ROOT / "nbs") for p in (ROOT / "nbs").rglob("*.ipynb")
                    if ".ipynb_checkpoints" not in p.parts and not p.name.startswith("_"))
@@ -24,7 +25,11 @@ def processed(tmp_path_factory):
         shutil.copy(ROOT / name, tmp / name)
     shutil.copytree(ROOT / "nbs", tmp / "nbs", ignore=shutil.ignore_patterns(".ipynb_checkpoints", "_proc", "_docs"))
     shutil.copytree(ROOT / "contrastive_nb", tmp / "contrastive_nb")
-    subprocess.run([tool("nbdev_proc_nbs"), "--n_workers", "0"], cwd=tmp, check=True, capture_output=True)
+    # nbdev's processing step itself. Not the `nbdev_proc_nbs` command: when Quarto is missing, that one calls nbdev's
+    # `install()`, which tries to install Quarto and then runs `pip install -e <project>[dev]` — here, from this
+    # temporary copy, re-pointing the developer's editable install at a folder pytest later deletes.
+    subprocess.run([sys.executable, "-c", "from nbdev.serve import proc_nbs; proc_nbs(n_workers=0)"], cwd=tmp,
+                   check=True, capture_output=True)
     return tmp / "_proc"
 
 
