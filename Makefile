@@ -7,7 +7,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 PIP_FLAGS ?= -q --disable-pip-version-check
 RUN_NAME ?= suncet-digits
 
-.PHONY: setup run test bench export clean-nbs readme
+.PHONY: setup run test bench export clean-nbs readme browser
 
 $(VENV)/.installed: settings.ini setup.py
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -21,8 +21,16 @@ setup: $(VENV)/.installed
 run: setup
 	contrastive-nb run nbs/tutorials/suncet_digits.ipynb --name $(RUN_NAME)-$$(date +%Y%m%d-%H%M%S)
 
-## All tests: library/notebook sync, every notebook's checks (nbdev_test), pytest.
-test: setup
+## The explorer's browser test drives Debian's Chromium (installed here when missing; needs root or sudo and apt).
+CHROMIUM ?= /usr/bin/chromium
+browser:
+	@test -x $(CHROMIUM) || { echo "installing Debian's chromium for the browser test"; \
+	  SUDO=$$( [ $$(id -u) -eq 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium >/dev/null; }
+	@test -x $(CHROMIUM) || { echo "no Chromium at $(CHROMIUM): install Debian's chromium or set CHROMIUM=/path"; exit 1; }
+
+## All tests: library/notebook sync, every notebook's checks (nbdev_test), pytest (the browser test included).
+test: setup browser
 	$(PY) -m pytest -q tests/test_export_sync.py
 	nbdev_test --n_workers 2 --timing --skip_folder_re "^([_.]|tutorials$$)"
 	$(PY) -m pytest -q -p no:cacheprovider tests
