@@ -23,6 +23,7 @@ run: setup
 
 ## The explorer's browser test drives Debian's Chromium (installed here when missing; needs root or sudo and apt).
 CHROMIUM ?= /usr/bin/chromium
+export CHROMIUM
 browser:
 	@test -x $(CHROMIUM) || { echo "installing Debian's chromium for the browser test"; \
 	  SUDO=$$( [ $$(id -u) -eq 0 ] || echo sudo ); \
