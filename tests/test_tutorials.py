@@ -25,3 +25,25 @@ def test_suncet_digits_twin(tmp_path):
         assert (run / name).exists(), name
     t = pd.read_parquet(run / "embeddings_simclr_suncet.parquet")
     assert len(t) == 360 and {"id", "split", "label", "embedding"} <= set(t.columns)
+
+
+def test_spread_strata_twin(tmp_path):
+    run = run_notebook(TUT / "spread_strata.ipynb", "twin", root=tmp_path, timeout=600,
+                       parameters=dict(seeds=[0], epochs=2, clf_epochs=2, noise_levels=[0.2], coreset_fractions=[0.5],
+                                       coreset_runs=1, coreset_sizes=[0.3, 0.6], coreset_updates=4,
+                                       strata_reduce="pca", max_strata=3))
+    m = json.loads((run / "metrics.json").read_text())
+    for loss in ["ss", "sc", "spread"]:
+        assert 0.1 < m[f"{loss}/coarse_to_fine"] <= 1 and 0.4 < m[f"{loss}/end_model"] <= 1
+        assert -1 <= m[f"{loss}/mean_pairwise_cos"] <= 1
+    # the supervised losses pull each coarse class together more than SimCLR does
+    assert m["sc/mean_pairwise_cos"] > m["ss/mean_pairwise_cos"]
+    worst = pd.read_parquet(run / "worst_group.parquet")
+    assert len(worst) == 5 and worst["worst-group acc"].between(0, 1).all()
+    assert worst["strata F1 (rare)"].dropna().between(0, 1).all() and worst["strata F1 (rare)"].notna().sum() == 3
+    noise = pd.read_parquet(run / "noise.parquet")
+    assert len(noise) == 2 * (1 + 2) and noise["accuracy"].between(0, 1).all()
+    cores = pd.read_parquet(run / "coresets.parquet")
+    assert sorted(cores["size"].unique()) == [0.3, 0.6] and cores["method"].nunique() == 3
+    for name in ["fig2_tsne_centre_similarity.png", "coresets.png", "transfer.parquet"]:
+        assert (run / name).exists(), name
