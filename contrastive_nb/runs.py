@@ -45,13 +45,19 @@ def notebook_parameters(notebook) -> dict:
     return out
 
 def coerce_value(text: str):
-    "Read a command-line value: a Python/YAML literal when it parses as one (3, 0.5, True, [1, 2]), else the string."
+    """Read a command-line value: a Python/YAML literal when it parses as one (3, 0.5, True, [1, 2]), else the string.
+
+    Nothing is evaluated: `ast.literal_eval` and `yaml.safe_load` only read literals, and anything else (code, a YAML
+    tag such as `!!python/object`) comes back as the plain string, which papermill writes as an escaped literal."""
     import yaml
     try:
         return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         pass
-    v = yaml.safe_load(text)
+    try:
+        v = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
     return v if isinstance(v, (bool, int, float, list, dict)) or v is None else text
 
 def check_parameters(notebook, values: dict) -> dict:
@@ -378,7 +384,10 @@ def main(argv=None) -> int:
         params = {}
         if args.parameters_file:
             with open(args.parameters_file) as f:
-                loaded = yaml.safe_load(f) or {}
+                try:
+                    loaded = yaml.safe_load(f) or {}
+                except yaml.YAMLError as e:
+                    raise ValueError(f"{args.parameters_file} is not plain YAML ({type(e).__name__}: {e})") from None
             if not isinstance(loaded, dict):
                 raise ValueError(f"{args.parameters_file} must hold a mapping of parameter names to values")
             params.update(loaded)

@@ -1,22 +1,13 @@
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
+from helpers import BIN, ROOT, tool  # noqa: F401
 
 
 @pytest.fixture
 def root():
     return ROOT
-
-
-def tool(name: str) -> str:
-    "Path of a console script of this environment (nbdev_export, contrastive-nb, ...)."
-    p = BIN / name
-    return str(p) if p.exists() else name
 
 
 @pytest.fixture

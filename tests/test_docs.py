@@ -12,7 +12,7 @@ import nbformat
 import pytest
 from nbconvert import HTMLExporter
 
-from conftest import ROOT
+from helpers import ROOT
 
 NOTEBOOKS = sorted(p.relative_to(ROOT / "nbs") for p in (ROOT / "nbs").rglob("*.ipynb")
                    if ".ipynb_checkpoints" not in p.parts and not p.name.startswith("_"))

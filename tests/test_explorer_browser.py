@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import ROOT, tool
+from helpers import ROOT, tool
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = ROOT / "tests" / "artifacts"

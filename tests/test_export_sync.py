@@ -3,7 +3,7 @@ import filecmp
 import shutil
 import subprocess
 
-from conftest import ROOT, tool
+from helpers import ROOT, tool
 
 
 def test_library_matches_notebooks(tmp_path, env):

@@ -1,7 +1,7 @@
 """README.md is generated from nbs/index.ipynb (`make readme`): every prose cell of the index appears in it."""
 import nbformat
 
-from conftest import ROOT
+from helpers import ROOT
 
 
 def test_readme_is_generated_from_index():

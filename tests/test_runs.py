@@ -2,7 +2,7 @@
 import json
 import subprocess
 
-from conftest import ROOT, tool
+from helpers import ROOT, tool
 
 NB = str(ROOT / "nbs" / "tutorials" / "smoke_digits.ipynb")
 

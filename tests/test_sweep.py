@@ -9,7 +9,7 @@ import time
 import pandas as pd
 import yaml
 
-from conftest import ROOT, tool
+from helpers import ROOT, tool
 
 NB = str(ROOT / "nbs" / "tutorials" / "suncet_digits.ipynb")
 TINY = dict(epochs=2, eval_every=1, suncet_off_epoch=1, finetune_epochs=1, warmup_epochs=0, simclr_batch=512,

@@ -7,7 +7,7 @@ import tempfile
 
 import pytest
 
-from conftest import BIN, tool
+from helpers import BIN, tool
 from test_sweep import write_sweep
 
 

@@ -3,7 +3,7 @@ import json
 
 import pandas as pd
 
-from conftest import ROOT
+from helpers import ROOT
 from contrastive_nb.runs import run_notebook
 
 TUT = ROOT / "nbs" / "tutorials"

@@ -1,0 +1,204 @@
+"""Bad input is caught before training, with the file, CSV line or class named; and the losses' edge cases under
+bf16 autocast give finite values and gradients within tolerance of the literal float64 references."""
+import csv
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+from torchvision.transforms import ToTensor
+
+from contrastive_nb.data import TensorImageDataset, csv_image_dataset, image_folder_dataset
+from contrastive_nb.losses import nt_xent, spread, suncet, supcon
+from contrastive_nb.models import ContrastiveModel
+from contrastive_nb.reference import ref_nt_xent, ref_spread, ref_suncet, ref_supcon
+from contrastive_nb.train import LossTerm, fit
+
+
+# ---------------------------------------------------------------- bad input, caught before training
+
+class Encoder(torch.nn.Module):
+    def __init__(self, channels=3):
+        super().__init__()
+        self.net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(channels * 8 * 8, 16))
+        self.feature_dim = 16
+    def forward(self, x): return self.net(x)
+
+
+def _model(classes=None, channels=3):
+    torch.manual_seed(0)
+    return ContrastiveModel(Encoder(channels), torch.nn.Linear(16, 8),
+                            torch.nn.Linear(16, classes) if classes else None)
+
+
+def _fit(ds, run_dir, terms=None, model=None):
+    return fit(model or _model(), ds, terms or [LossTerm("nt_xent")], lambda x: x, epochs=1, batch_size=4,
+               run_dir=run_dir, device="cpu", progress=False)
+
+
+def _png(path, value=0, size=8):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(np.full((size, size), value, np.uint8)).save(path)
+    return path
+
+
+def _folder(root, per_class=3):
+    for c in ("a", "b"):
+        for k in range(per_class):
+            _png(root / c / f"{k}.png", 40 * k)
+    return root
+
+
+def _refused(run_dir):
+    "Nothing was trained or written: no checkpoint, no history."
+    return not (run_dir / "checkpoints").exists() or not list((run_dir / "checkpoints").glob("ckpt-*"))
+
+
+@pytest.mark.parametrize("damage", ["corrupt", "zero-byte"])
+def test_a_bad_image_file_stops_the_run_before_it_starts(tmp_path, damage):
+    root = _folder(tmp_path / "images")
+    bad = root / "b" / "1.png"
+    bad.write_bytes(b"" if damage == "zero-byte" else b"\x89PNG\r\n\x1a\n" + b"not an image" * 20)
+    ds = image_folder_dataset(root, transform=ToTensor())
+    with pytest.raises(ValueError) as e:
+        _fit(ds, tmp_path / "run")
+    assert str(bad) in str(e.value)
+    assert ("empty (0 bytes)" if damage == "zero-byte" else "not a readable image") in str(e.value)
+    assert _refused(tmp_path / "run")
+
+
+def test_an_empty_class_folder_is_named(tmp_path):
+    root = _folder(tmp_path / "images")
+    (root / "c_empty").mkdir()
+    with pytest.raises(FileNotFoundError) as e:
+        image_folder_dataset(root, transform=ToTensor())
+    assert "c_empty" in str(e.value)
+
+
+def _csv(path, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f); w.writerow(["image", "label"]); w.writerows(rows)
+    return path
+
+
+def test_csv_unknown_label_out_of_range_label_and_missing_path_name_the_line(tmp_path):
+    for k in range(3):
+        _png(tmp_path / f"{k}.png")
+    unknown = _csv(tmp_path / "unknown.csv", [["0.png", "cat"], ["1.png", "bird"], ["2.png", "dog"]])
+    with pytest.raises(ValueError) as e:
+        csv_image_dataset(unknown, classes=["cat", "dog"])
+    assert "line 3: 'bird'" in str(e.value) and "unknown.csv" in str(e.value)
+    out_of_range = _csv(tmp_path / "range.csv", [["0.png", "0"], ["1.png", "2"], ["2.png", "7"]])
+    with pytest.raises(ValueError) as e:
+        csv_image_dataset(out_of_range, classes=3)
+    assert "line 4: '7'" in str(e.value)
+    missing = _csv(tmp_path / "missing.csv", [["0.png", "0"], ["gone.png", "1"]])
+    with pytest.raises(FileNotFoundError) as e:
+        csv_image_dataset(missing)
+    assert "line 3" in str(e.value) and "gone.png" in str(e.value)
+
+
+def test_a_label_beyond_the_classifier_is_refused_naming_the_csv_line(tmp_path):
+    for k in range(4):
+        _png(tmp_path / f"{k}.png", 30 * k)
+    path = _csv(tmp_path / "labels.csv", [["0.png", "0"], ["1.png", "1"], ["2.png", "1"], ["3.png", "2"]])
+    ds = csv_image_dataset(path, transform=ToTensor())         # labels 0..2; the classifier below has 2 outputs
+    with pytest.raises(ValueError) as e:
+        _fit(ds, tmp_path / "run", [LossTerm("nt_xent"), LossTerm("ce", loader="unlabeled")], _model(classes=2))
+    assert "labels.csv line 5: 2" in str(e.value) and "outside [0, 1]" in str(e.value)
+    assert _refused(tmp_path / "run")
+
+
+def test_wrong_tensor_shapes_are_refused_before_training(tmp_path):
+    gray = TensorImageDataset(torch.rand(6, 1, 8, 8), [0, 1] * 3)          # the model expects 3 channels
+    with pytest.raises(ValueError) as e:
+        _fit(gray, tmp_path / "run")
+    assert "(1, 8, 8)" in str(e.value) and "cannot take" in str(e.value)
+    assert _refused(tmp_path / "run")
+    _png(tmp_path / "big.png", size=10)
+    _png(tmp_path / "small.png")
+    mixed = csv_image_dataset(_csv(tmp_path / "mixed.csv", [["small.png", "0"], ["big.png", "1"]]), transform=ToTensor())
+    with pytest.raises(ValueError) as e:
+        _fit(mixed, tmp_path / "run2")
+    assert "differ in shape" in str(e.value)
+    with pytest.raises(ValueError) as e:                                  # PIL images without a transform
+        _fit(csv_image_dataset(tmp_path / "mixed.csv"), tmp_path / "run3")
+    assert "ToTensor" in str(e.value)
+
+
+# ---------------------------------------------------------------- loss edge cases under bf16 autocast
+
+CASES = {   # name: (N items, labels of the N items, temperature, duplicate rows?)
+    "singleton-class": (6, [0, 0, 1, 1, 1, 2], 0.1, False),
+    "one-label": (6, [3] * 6, 0.1, False),
+    "batch-size-1": (1, [0], 0.1, False),
+    "duplicate-embeddings": (6, [0, 1, 0, 1, 0, 1], 0.1, True),
+    "tau-0.01": (6, [0, 1, 2, 0, 1, 2], 0.01, False),
+}
+LOSSES = ["nt_xent", "suncet", "supcon-out", "supcon-in", "spread"]
+
+
+def _fast(name, z1, z2, y, tau):
+    """The library loss: NT-Xent and L_spread on the two views; SuNCEt and SupCon on the N samples of the first
+    view (the papers' M labeled samples), so a singleton class or a batch of one leaves anchors without a positive."""
+    if name == "nt_xent": return nt_xent(z1, z2, tau), None
+    if name == "spread": return spread(z1, z2, y, tau), None
+    if name == "suncet": return suncet(z1, y, tau, return_stats=True)
+    return supcon(z1, y, tau, variant=name.split("-")[1], return_stats=True)
+
+
+def _ref(name, z1, z2, y, tau):
+    if name == "nt_xent": return ref_nt_xent(z1, z2, tau)
+    if name == "spread": return ref_spread(z1, z2, y, tau, 0.5)
+    if name == "suncet": return ref_suncet(z1, y, tau)
+    return ref_supcon(z1, y, tau, name.split("-")[1])
+
+
+def _views(n, dup, seed=0):
+    "Two views of n items as a bf16 model would produce them (a linear layer under CPU autocast)."
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(2 * n, 12, generator=g)
+    if dup:
+        x[2:n] = x[0]; x[n + 2:] = x[n]            # most rows repeat one of two embeddings
+    lin = torch.nn.Linear(12, 8)
+    with torch.no_grad():
+        lin.weight.copy_(torch.randn(8, 12, generator=g)); lin.bias.zero_()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        z = lin(x)
+    assert z.dtype == torch.bfloat16
+    return z[:n].detach(), z[n:].detach()
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("loss", LOSSES)
+def test_loss_edge_cases_under_bf16_autocast_match_the_float64_reference(case, loss):
+    n, labels, tau, dup = CASES[case]
+    y = torch.tensor(labels)
+    b1, b2 = _views(n, dup)
+    z1, z2 = b1.clone().requires_grad_(True), b2.clone().requires_grad_(True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        value, stats = _fast(loss, z1, z2, y, tau)
+    value.backward()
+    assert value.dtype == torch.float32 and torch.isfinite(value)
+    grads = [g for g in (z1.grad, z2.grad) if g is not None]      # z2 is unused by the single-view losses
+    assert grads and all(torch.isfinite(g).all() for g in grads)
+    r1, r2 = b1.double().requires_grad_(True), b2.double().requires_grad_(True)   # the same bf16 numbers, exactly
+    ref = _ref(loss, r1, r2, y, tau)
+    if stats is not None:
+        # anchors without a positive (the only sample of their class) are excluded and counted
+        without = int((torch.bincount(y)[y] == 1).sum())
+        assert stats["n_without_positive"] == without and stats["n_anchors"] == n - without
+        assert without == {"singleton-class": 1, "batch-size-1": 1}.get(case, 0)
+    if ref is None:                                  # no anchor has a positive: a zero that keeps the graph
+        assert stats["n_anchors"] == 0 and value.item() == 0.0
+        assert not z1.grad.any()
+        return
+    ref.backward()
+    assert value.item() == pytest.approx(ref.item(), rel=1e-4, abs=1e-4), (value.item(), ref.item())
+    for g, rg in ((z1.grad, r1.grad), (z2.grad, r2.grad)):
+        if rg is None:
+            assert g is None
+            continue
+        scale = rg.abs().max().item() + 1e-3
+        # the gradient comes back in bf16 (8 bits of mantissa): compare at that precision
+        assert (g.double() - rg).abs().max().item() <= 1e-2 * scale, (g, rg)

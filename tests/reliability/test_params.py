@@ -1,0 +1,72 @@
+"""Notebook parameters: `contrastive-nb run` takes only the names the notebook's `parameters` cell declares, with
+literal values of the declared type; code-like strings reach the notebook as plain data, never evaluated."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from scenario import env
+
+CLI = str(Path(sys.executable).parent / "contrastive-nb")
+
+
+@pytest.fixture(scope="module")
+def notebook(tmp_path_factory):
+    "A two-cell notebook: a parameters cell, and a cell that writes the values it received to values.json."
+    d = tmp_path_factory.mktemp("nb")
+    nb = nbformat.v4.new_notebook()
+    strings = "".join(f's{k} = "plain"  # free text\n' for k in range(len(CODE_LIKE)))
+    params = nbformat.v4.new_code_cell(strings + 'epochs = 2\nlr = 0.1\nlayers = [1, 2]')
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell(
+        'import json\njson.dump({k: v for k, v in globals().items() if k[:1] == "s" and k[1:].isdigit()}'
+        ' | {"epochs": epochs, "lr": lr, "layers": layers}, open("values.json", "w"))')]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path = d / "params.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def _run(notebook, cwd, *params, name="r"):
+    args = [CLI, "run", str(notebook), "--name", name, "--root", str(cwd / "runs")]
+    for k, v in params:
+        args += ["-p", k, v]
+    e = env(); e["PATH"] = str(Path(sys.executable).parent) + ":" + e["PATH"]
+    return subprocess.run(args, capture_output=True, text=True, timeout=300, env=e, cwd=cwd)
+
+
+CODE_LIKE = {
+    "call": '__import__("os").system("touch MARKER")',
+    "quote-break": 'x"; import os; os.system("touch MARKER"); y="',
+    "newline-break": 'x"\nimport os\nos.system("touch MARKER")\ny = "',
+    "backslash-quote": 'x\\"; __import__("os").system("touch MARKER"); y=\\"',
+    "yaml-tag": '!!python/object/apply:os.system ["touch MARKER"]',
+    "f-string": 'f"{__import__(\'os\').system(\'touch MARKER\')}"',
+}
+
+
+def test_unknown_names_and_wrong_types_are_refused_before_running(notebook, tmp_path):
+    for params, says in [([("tags", "x")], "unknown parameter(s) ['tags']"),
+                         ([("epochs", '__import__("os").getpid()')], "takes a int")]:
+        p = _run(notebook, tmp_path, *params)
+        assert p.returncode == 2 and says in p.stderr, (params, p.stderr[-2000:])
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+    from contrastive_nb.runs import check_parameters, coerce_value     # the same checks, without a process each
+    for name, text, says in [("epochs", "2.5", "takes a int"), ("layers", "3", "takes a list"),
+                             ("lr", "True", "takes a float"), ("s0", "[1]", "takes a str")]:
+        with pytest.raises(ValueError, match=says):
+            check_parameters(notebook, {name: coerce_value(text)})
+
+
+def test_code_like_strings_arrive_verbatim_and_never_run(notebook, tmp_path):
+    p = _run(notebook, tmp_path, *[(f"s{k}", text) for k, text in enumerate(CODE_LIKE.values())], ("lr", "1"))
+    assert p.returncode == 0, p.stderr[-3000:]
+    got = json.loads((tmp_path / "runs" / "r" / "values.json").read_text())
+    for k, (name, text) in enumerate(CODE_LIKE.items()):
+        assert got[f"s{k}"] == text, name
+    assert (got["epochs"], got["lr"], got["layers"]) == (2, 1.0, [1, 2])        # an int for a float is widened
+    assert isinstance(got["lr"], float)
+    assert not list(tmp_path.rglob("MARKER")), "a string was executed"
