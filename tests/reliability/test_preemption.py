@@ -13,13 +13,20 @@ from scenario import assert_same_run, env, final_state, result, run, run_many, w
 BOUND_S = 60          # from the signal to the process's exit
 
 
+def _progress(path: Path) -> int:
+    "The last update a rank reported (-1 before its first); the worker replaces the file atomically."
+    try:
+        return int(path.read_text())
+    except (FileNotFoundError, ValueError):
+        return -1
+
+
 def _signal_when_progress(cmd, out: Path, at_least: int, sig, ranks=1):
     "Start `cmd`, send `sig` to it once every rank has done `at_least` updates; returns (process, seconds to exit)."
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
     t0 = time.time()
     while time.time() - t0 < 120:
-        done = [out / f"progress-rank{r}" for r in range(ranks)]
-        if all(f.exists() and f.read_text() and int(f.read_text()) >= at_least for f in done):
+        if all(_progress(out / f"progress-rank{r}") >= at_least for r in range(ranks)):
             break
         if p.poll() is not None:
             raise AssertionError(f"run ended before the signal:\n{p.stderr.read()[-3000:]}")

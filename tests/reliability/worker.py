@@ -104,7 +104,8 @@ def main():
 
     def on_step(update):
         if a.progress_file:
-            (out / f"progress-rank{rank}").write_text(str(update))
+            tmp = out / f".progress-rank{rank}.tmp"          # atomic: a reader never sees a half-written file
+            tmp.write_text(str(update)); os.replace(tmp, out / f"progress-rank{rank}")
         if a.nan_at is not None and update + 1 == a.nan_at:          # poison the next update
             if a.nan == "loss": views.poison = float("nan")      # NaN views: a NaN loss
             else: armed[a.nan] = True
