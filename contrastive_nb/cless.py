@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import time
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -15,9 +16,11 @@ from torch import nn
 
 from .core import check_int, check_range
 from .losses import binary_nce
+from .text import load_plm
 
 # %% auto #0
-__all__ = ['kmax_pool', 'CLESS', 'sample_pseudo_labels', 'sample_real_labels', 'score_tags', 'train_cless', 'zero_r_scores']
+__all__ = ['kmax_pool', 'CLESS', 'sample_pseudo_labels', 'sample_real_labels', 'score_tags', 'train_cless', 'zero_r_scores',
+           'PLMTagger', 'score_plm', 'train_plm_tagger']
 
 # %% ../nbs/21_cless.ipynb #bc5f8f9e
 def kmax_pool(x: torch.Tensor, k: int) -> torch.Tensor:
@@ -176,3 +179,136 @@ def train_cless(model: CLESS, texts: torch.Tensor, mode: str = "pseudo", y=None,
 def zero_r_scores(n: int, n_tags: int) -> np.ndarray:
     "ZeroR (§6): the majority label of every class — absent — for every text: constant scores `(n, T)`."
     return np.zeros((n, n_tags))
+
+# %% ../nbs/21_cless.ipynb #43346610
+class _Given(nn.Module):
+    "Stands in for an encoder's embedding layer: returns the hidden states it holds, whatever it is called with."
+    def __init__(self, hidden: torch.Tensor):
+        super().__init__(); self.hidden = hidden
+    def forward(self, *args, **kwargs): return self.hidden
+
+def _blocks(encoder):
+    "The transformer blocks of a BERT/RoBERTa-style encoder (`encoder.encoder.layer`), or None."
+    return getattr(getattr(encoder, "encoder", None), "layer", None)
+
+@contextmanager
+def _from_block(encoder, start: int, hidden: torch.Tensor):
+    "Within the block, `encoder(...)` runs blocks `start:` on `hidden` (the output of block `start - 1`)."
+    emb, blocks = encoder.embeddings, encoder.encoder.layer
+    encoder.embeddings = _Given(hidden); encoder.encoder.layer = nn.ModuleList(list(blocks)[start:])
+    try:
+        yield
+    finally:
+        encoder.embeddings, encoder.encoder.layer = emb, blocks
+
+class PLMTagger(nn.Module):
+    """Pretrained encoder (mean-pooled) + linear head over `n_tags`, trained with BCE (the paper's PLM baseline).
+
+    `path`: a local model folder (default: the bundled MiniLM); `plm`: an already loaded `(tokenizer, encoder)` pair,
+    copied (never trained in place). `train_layers`: fine-tune only the top this-many blocks (None: all).
+    `max_len`: tokens per text."""
+    def __init__(self, n_tags: int, path=None, train_layers: int | None = None, max_len: int = 64, plm=None):
+        super().__init__()
+        check_int("n_tags", n_tags, 1); check_int("max_len", max_len, 2)
+        if plm is not None:
+            self.tokenizer, self.encoder = plm[0], copy.deepcopy(plm[1])
+        else:
+            self.tokenizer, self.encoder = load_plm(path)
+        if getattr(self.encoder, "pooler", None) is not None:
+            self.encoder.pooler.requires_grad_(False)         # BERT's [CLS] pooler: unused by mean pooling
+        blocks = _blocks(self.encoder)
+        self.n_frozen = 0
+        if train_layers is not None:
+            if blocks is None or not hasattr(self.encoder, "embeddings"):
+                raise ValueError("`train_layers` needs a BERT/RoBERTa-style encoder (`embeddings`, `encoder.layer`); "
+                                 "pass train_layers=None to fine-tune all of this one")
+            check_int("train_layers", train_layers, 0, len(blocks))
+            self.n_frozen = len(blocks) - train_layers
+            for mod in [self.encoder.embeddings, *list(blocks)[:self.n_frozen]]:
+                mod.requires_grad_(False)
+        self.max_len = max_len
+        self.head = nn.Linear(self.encoder.config.hidden_size, n_tags)
+
+    @torch.no_grad()
+    def features(self, texts: list, batch_size: int = 64) -> dict:
+        "Token ids and mask `(n, S)` of `texts`, and (with frozen blocks) the frozen bottom's hidden states `(n, S, h)`."
+        if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+            raise ValueError("`texts` must be a list of strings")
+        enc = self.tokenizer(list(texts), truncation=True, max_length=self.max_len, padding=True, return_tensors="pt")
+        out = {"ids": enc["input_ids"], "mask": enc["attention_mask"], "hidden": None}
+        if self.n_frozen:
+            was = self.encoder.training; self.encoder.eval()
+            dev = next(self.encoder.parameters()).device
+            out["hidden"] = torch.cat([
+                self.encoder(input_ids=out["ids"][i:i + batch_size].to(dev), attention_mask=out["mask"][i:i + batch_size].to(dev),
+                             output_hidden_states=True).hidden_states[self.n_frozen].cpu()
+                for i in range(0, len(texts), batch_size)])
+            self.encoder.train(was)
+        return out
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor, hidden: torch.Tensor | None = None) -> torch.Tensor:
+        "Tag logits `(B, T)`; `hidden`: the frozen bottom's output from `features` (required when blocks are frozen)."
+        if self.n_frozen and hidden is None:
+            raise ValueError("this tagger freezes its bottom blocks: pass `hidden` from `features`")
+        if self.n_frozen:
+            with _from_block(self.encoder, self.n_frozen, hidden):
+                h = self.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+        else:
+            h = self.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+        m = mask.unsqueeze(-1).to(h.dtype)
+        return self.head((h * m).sum(1) / m.sum(1).clamp(min=1))
+
+def _batch(feats: dict, idx, dev) -> tuple:
+    "Rows `idx` of `features`, trimmed to their longest text, on `dev`."
+    mask = feats["mask"][idx]; S = max(int(mask.sum(1).max()), 1)
+    hidden = feats["hidden"][idx][:, :S].to(dev) if feats["hidden"] is not None else None
+    return feats["ids"][idx][:, :S].to(dev), mask[:, :S].to(dev), hidden
+
+@torch.no_grad()
+def score_plm(tagger: PLMTagger, feats: dict, batch_size: int = 128) -> np.ndarray:
+    "Tag probabilities `(n, T)` for `tagger.features(texts)`."
+    was = tagger.training; tagger.eval()
+    dev = next(tagger.head.parameters()).device
+    n = len(feats["ids"])
+    out = [torch.sigmoid(tagger(*_batch(feats, np.arange(i, min(i + batch_size, n)), dev))).cpu()
+           for i in range(0, n, batch_size)]
+    tagger.train(was)
+    return torch.cat(out).float().numpy()
+
+def train_plm_tagger(tagger: PLMTagger, feats: dict, y, epochs: int = 3, batch_size: int = 32, lr: float = 5e-5,
+                     head_lr: float = 1e-3, seed: int = 0, dev: tuple | None = None, log=None) -> dict:
+    """Fine-tune with the binary cross-entropy over every tag (AdamW: `lr` for the encoder, `head_lr` for the new head).
+
+    `feats = tagger.features(texts)`, `y (n, T)` multi-hot. `dev=(feats, y)` keeps the epoch with the best dev AP micro.
+    Returns `{'history': [...], 'seconds': …, 'best_epoch': …}` as `train_cless` does."""
+    from contrastive_nb.evaluate import ap_scores
+    y = torch.as_tensor(np.asarray(y), dtype=torch.float32)
+    if y.shape != (len(feats["ids"]), tagger.head.out_features):
+        raise ValueError(f"`y` must be (n, T) = ({len(feats['ids'])}, {tagger.head.out_features}); got {tuple(y.shape)}")
+    check_int("epochs", epochs, 1); check_int("batch_size", batch_size, 1)
+    torch.manual_seed(seed); rng = np.random.default_rng(seed)
+    devc = next(tagger.head.parameters()).device
+    enc_params = [p for p in tagger.encoder.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW([{"params": enc_params, "lr": lr}, {"params": tagger.head.parameters(), "lr": head_lr}])
+    trainable = lambda: {k: v.detach().clone() for k, v in tagger.named_parameters() if v.requires_grad}
+    history, best, best_state, t0 = [], -1.0, None, time.time()
+    for epoch in range(epochs):
+        tagger.train(); losses = []
+        perm = rng.permutation(len(y))
+        for start in range(0, len(y), batch_size):
+            idx = perm[start:start + batch_size]
+            loss = F.binary_cross_entropy_with_logits(tagger(*_batch(feats, idx, devc)), y[idx].to(devc))
+            opt.zero_grad(); loss.backward(); opt.step()
+            losses.append(loss.item())
+        rec = {"epoch": epoch + 1, "loss": float(np.mean(losses)), "seconds": round(time.time() - t0, 2)}
+        if dev is not None:
+            ap = ap_scores(dev[1], score_plm(tagger, dev[0]))
+            rec.update(dev_ap_micro=ap["micro"], dev_ap_macro=ap["macro"])
+            if ap["micro"] > best:
+                best, best_state = ap["micro"], trainable()
+        history.append(rec)
+        if log: log(rec)
+    if best_state is not None:
+        tagger.load_state_dict(best_state, strict=False)
+    best_epoch = max(history, key=lambda r: r.get("dev_ap_micro", -1))["epoch"] if dev is not None else epochs
+    return {"history": history, "seconds": time.time() - t0, "best_epoch": best_epoch}

@@ -21,7 +21,8 @@ from .core import check_choice, check_int, check_range, atomic_write_parquet
 
 # %% auto #0
 __all__ = ['compute_embeddings', 'embedding_table', 'table_embeddings', 'save_embedding_table', 'load_embedding_table',
-           'knn_predict', 'knn_accuracy', 'topk_accuracy', 'linear_probe', 'fine_tune', 'ap_scores', 'frequency_bins']
+           'knn_predict', 'knn_accuracy', 'topk_accuracy', 'linear_probe', 'fine_tune', 'ap_scores', 'frequency_bins',
+           'ap_by_bin']
 
 # %% ../nbs/07_evaluate.ipynb #08d9c7ae
 @torch.no_grad()
@@ -190,3 +191,16 @@ def frequency_bins(label_counts, n_bins: int = 5) -> np.ndarray:
     bins = np.empty(len(counts), dtype=np.int64)
     bins[order] = np.minimum(np.floor(start * n_bins + 1e-9).astype(np.int64), n_bins - 1)
     return bins
+
+# %% ../nbs/07_evaluate.ipynb #ebbb3d9f
+def ap_by_bin(y_true, y_score, bins) -> pd.DataFrame:
+    "AP micro/macro per frequency bin: one row per bin id in `bins` (per class, e.g. from `frequency_bins`)."
+    yt, ys, b = np.asarray(y_true), np.asarray(y_score), np.asarray(bins)
+    if b.ndim != 1 or len(b) != yt.shape[-1]:
+        raise ValueError(f"`bins` must give one bin per class ({yt.shape[-1]}); got shape {b.shape}")
+    rows = []
+    for k in np.unique(b):
+        cols = b == k; pos = int(yt[:, cols].sum())
+        ap = ap_scores(yt[:, cols], ys[:, cols]) if pos else {"micro": float("nan"), "macro": float("nan")}
+        rows.append({"bin": int(k), "classes": int(cols.sum()), "positives": pos, "ap_micro": ap["micro"], "ap_macro": ap["macro"]})
+    return pd.DataFrame(rows)

