@@ -47,3 +47,28 @@ def test_spread_strata_twin(tmp_path):
     assert sorted(cores["size"].unique()) == [0.3, 0.6] and cores["method"].nunique() == 3
     for name in ["fig2_tsne_centre_similarity.png", "coresets.png", "transfer.parquet"]:
         assert (run / name).exists(), name
+
+
+def test_cless_longtail_twin(tmp_path):
+    run = run_notebook(TUT / "cless_longtail.ipynb", "twin", root=tmp_path, timeout=600,
+                       parameters=dict(packages=["sklearn"], min_tag_count=20, max_len=32, seeds=[0, 1], dim=16,
+                                       fasttext_epochs=2, widths=[16, 24], pseudo_labels=[8], pretrain_epochs=1,
+                                       pretrain_fractions=[0.5, 1.0], labeled_pool=64, fewshot_fractions=[0.5, 1.0],
+                                       finetune_epochs=1, plm_epochs=1, plm_max_len=16))
+    m = json.loads((run / "metrics.json").read_text())
+    assert m["main_width"] in (16, 24) and m["main_pseudo_labels"] == 8 and m["tags"] > 20
+    res = pd.read_parquet(run / "results.parquet")
+    assert res["ap_micro"].between(0, 1).all() and res["ap_macro"].between(0, 1).all()
+    # 2 widths x 1 amount x 2 seeds; 2 fractions x 2 seeds; 2 label fractions x 3 models x 2 seeds
+    assert res.section.value_counts().to_dict() == {"fig4_left": 4, "fig4_right": 4, "fig5": 12}
+    f5 = res[res.section == "fig5"]
+    assert set(f5.model) == {"CLESS pretrained", "CLESS no pretraining", "PLM"}
+    assert sorted(f5.labeled_texts.unique()) == [32, 64]
+    plm = f5[f5.model == "PLM"]
+    assert (plm.trainable_params < plm.params / 2).all()       # top 2 of 6 blocks and the head
+    bins = pd.read_parquet(run / "ap_per_bin.parquet")
+    assert set(bins.model) == {"CLESS pretrained", "CLESS no pretraining", "PLM", "CLESS zero-shot", "ZeroR"}
+    assert bins.groupby(["model", "label_fraction", "seed"]).size().eq(5).all()      # five frequency bins each
+    assert set(m["claims"]) and all(isinstance(v, bool) for v in m["claims"].values())
+    for name in ["fig4_zero_shot.png", "fig5_few_shot.png", "fig6_ap_per_bin.png"]:
+        assert (run / name).stat().st_size > 10_000, name
