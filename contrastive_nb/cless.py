@@ -127,6 +127,33 @@ def score_tags(model: CLESS, texts: torch.Tensor, label_words: torch.Tensor, bat
     model.train(was)
     return torch.cat(out).numpy()
 
+def _fit_epochs(module: nn.Module, opt, n: int, epochs: int, batch_size: int, rng: np.random.Generator,
+                batch_loss, dev_ap=None, log=None) -> dict:
+    """The epoch loop of `train_cless` and `train_plm_tagger`: shuffled batches of `range(n)`, one optimiser step on
+    `batch_loss(idx)` each; after each epoch `dev_ap()` (an `ap_scores` dict) and a copy of the trainable parameters
+    when its AP micro is the best so far, restored at the end (the paper's dev model selection)."""
+    history, best, best_state, t0 = [], -1.0, None, time.time()
+    for epoch in range(epochs):
+        module.train(); losses = []
+        perm = rng.permutation(n)
+        for start in range(0, n, batch_size):
+            loss = batch_loss(perm[start:start + batch_size])
+            opt.zero_grad(); loss.backward(); opt.step()
+            losses.append(loss.item())
+        rec = {"epoch": epoch + 1, "loss": float(np.mean(losses)), "seconds": round(time.time() - t0, 2)}
+        if dev_ap is not None:
+            ap = dev_ap()
+            rec.update(dev_ap_micro=ap["micro"], dev_ap_macro=ap["macro"])
+            if ap["micro"] > best:
+                best = ap["micro"]
+                best_state = {k: v.detach().clone() for k, v in module.named_parameters() if v.requires_grad}
+        history.append(rec)
+        if log: log(rec)
+    if best_state is not None:
+        module.load_state_dict(best_state, strict=False)
+    best_epoch = max(history, key=lambda r: r.get("dev_ap_micro", -1))["epoch"] if dev_ap is not None else epochs
+    return {"history": history, "seconds": time.time() - t0, "best_epoch": best_epoch}
+
 def train_cless(model: CLESS, texts: torch.Tensor, mode: str = "pseudo", y=None, label_words=None,
                 n_labels: int = 150, n_negatives: int = 20, epochs: int = 5, batch_size: int = 64, lr: float = 1e-3,
                 seed: int = 0, dev: tuple | None = None, exclude=(), freeze_embeddings: bool = False, log=None) -> dict:
@@ -144,37 +171,25 @@ def train_cless(model: CLESS, texts: torch.Tensor, mode: str = "pseudo", y=None,
         raise ValueError(f"`y` has {len(y)} rows for {len(texts)} texts")
     check_int("epochs", epochs, 1); check_int("batch_size", batch_size, 1)
     torch.manual_seed(seed); rng = np.random.default_rng(seed)
+    y_np = None if y is None else np.asarray(y)
     was_trainable = model.E.weight.requires_grad
     model.E.weight.requires_grad_(not freeze_embeddings)
     opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
-    history, best, best_state, t0 = [], -1.0, None, time.time()
-    for epoch in range(epochs):
-        model.train(); losses = []
-        perm = rng.permutation(len(texts))
-        for start in range(0, len(texts), batch_size):
-            idx = perm[start:start + batch_size]
-            xb = texts[idx]
-            if mode == "pseudo":
-                labels, targets, mask = sample_pseudo_labels(xb, n_labels, rng, exclude)
-            else:
-                tag_idx, targets, mask = sample_real_labels(np.asarray(y)[idx], n_negatives, rng)
-                labels = label_words[tag_idx]
-            loss = binary_nce(model(xb, labels), targets, mask)
-            opt.zero_grad(); loss.backward(); opt.step()
-            losses.append(loss.item())
-        rec = {"epoch": epoch + 1, "loss": float(np.mean(losses)), "seconds": round(time.time() - t0, 2)}
-        if dev is not None:
-            ap = ap_scores(dev[1], score_tags(model, dev[0], dev[2]))
-            rec.update(dev_ap_micro=ap["micro"], dev_ap_macro=ap["macro"])
-            if ap["micro"] > best:
-                best, best_state = ap["micro"], copy.deepcopy(model.state_dict())
-        history.append(rec)
-        if log: log(rec)
-    model.E.weight.requires_grad_(was_trainable)
-    if best_state is not None:
-        model.load_state_dict(best_state)
-    best_epoch = max(history, key=lambda r: r.get("dev_ap_micro", -1))["epoch"] if dev is not None else epochs
-    return {"history": history, "seconds": time.time() - t0, "best_epoch": best_epoch}
+
+    def batch_loss(idx):
+        xb = texts[idx]
+        if mode == "pseudo":
+            labels, targets, mask = sample_pseudo_labels(xb, n_labels, rng, exclude)
+        else:
+            tag_idx, targets, mask = sample_real_labels(y_np[idx], n_negatives, rng)
+            labels = label_words[tag_idx]
+        return binary_nce(model(xb, labels), targets, mask)
+
+    dev_ap = None if dev is None else (lambda: ap_scores(dev[1], score_tags(model, dev[0], dev[2])))
+    try:
+        return _fit_epochs(model, opt, len(texts), epochs, batch_size, rng, batch_loss, dev_ap, log)
+    finally:
+        model.E.weight.requires_grad_(was_trainable)
 
 def zero_r_scores(n: int, n_tags: int) -> np.ndarray:
     "ZeroR (§6): the majority label of every class — absent — for every text: constant scores `(n, T)`."
@@ -290,25 +305,6 @@ def train_plm_tagger(tagger: PLMTagger, feats: dict, y, epochs: int = 3, batch_s
     devc = next(tagger.head.parameters()).device
     enc_params = [p for p in tagger.encoder.parameters() if p.requires_grad]
     opt = torch.optim.AdamW([{"params": enc_params, "lr": lr}, {"params": tagger.head.parameters(), "lr": head_lr}])
-    trainable = lambda: {k: v.detach().clone() for k, v in tagger.named_parameters() if v.requires_grad}
-    history, best, best_state, t0 = [], -1.0, None, time.time()
-    for epoch in range(epochs):
-        tagger.train(); losses = []
-        perm = rng.permutation(len(y))
-        for start in range(0, len(y), batch_size):
-            idx = perm[start:start + batch_size]
-            loss = F.binary_cross_entropy_with_logits(tagger(*_batch(feats, idx, devc)), y[idx].to(devc))
-            opt.zero_grad(); loss.backward(); opt.step()
-            losses.append(loss.item())
-        rec = {"epoch": epoch + 1, "loss": float(np.mean(losses)), "seconds": round(time.time() - t0, 2)}
-        if dev is not None:
-            ap = ap_scores(dev[1], score_plm(tagger, dev[0]))
-            rec.update(dev_ap_micro=ap["micro"], dev_ap_macro=ap["macro"])
-            if ap["micro"] > best:
-                best, best_state = ap["micro"], trainable()
-        history.append(rec)
-        if log: log(rec)
-    if best_state is not None:
-        tagger.load_state_dict(best_state, strict=False)
-    best_epoch = max(history, key=lambda r: r.get("dev_ap_micro", -1))["epoch"] if dev is not None else epochs
-    return {"history": history, "seconds": time.time() - t0, "best_epoch": best_epoch}
+    batch_loss = lambda idx: F.binary_cross_entropy_with_logits(tagger(*_batch(feats, idx, devc)), y[idx].to(devc))
+    dev_ap = None if dev is None else (lambda: ap_scores(dev[1], score_plm(tagger, dev[0])))
+    return _fit_epochs(tagger, opt, len(y), epochs, batch_size, rng, batch_loss, dev_ap, log)
