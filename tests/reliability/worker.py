@@ -18,6 +18,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from contrastive_nb.core import atomic_write_text
 from contrastive_nb.data import ClassStratifiedBatchSampler, labeled_fraction_split, load_digits
 from contrastive_nb.models import ContrastiveModel
 from contrastive_nb.train import CheckpointError, LossTerm, NonFiniteError, Preempted, fit, init_distributed
@@ -104,8 +105,7 @@ def main():
 
     def on_step(update):
         if a.progress_file:
-            tmp = out / f".progress-rank{rank}.tmp"          # atomic: a reader never sees a half-written file
-            tmp.write_text(str(update)); os.replace(tmp, out / f"progress-rank{rank}")
+            atomic_write_text(out / f"progress-rank{rank}", str(update))   # a reader never sees a half-written file
         if a.nan_at is not None and update + 1 == a.nan_at:          # poison the next update
             if a.nan == "loss": views.poison = float("nan")      # NaN views: a NaN loss
             else: armed[a.nan] = True
