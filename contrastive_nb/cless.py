@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import time
-from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -16,7 +15,8 @@ from torch import nn
 
 from .core import check_int, check_range
 from .losses import binary_nce
-from .text import load_plm
+from .train import fit_epochs
+from .text import feature_rows, freeze_bottom, load_plm, plm_features, plm_hidden
 
 # %% auto #0
 __all__ = ['kmax_pool', 'CLESS', 'sample_pseudo_labels', 'sample_real_labels', 'score_tags', 'train_cless', 'zero_r_scores',
@@ -127,32 +127,10 @@ def score_tags(model: CLESS, texts: torch.Tensor, label_words: torch.Tensor, bat
     model.train(was)
     return torch.cat(out).numpy()
 
-def _fit_epochs(module: nn.Module, opt, n: int, epochs: int, batch_size: int, rng: np.random.Generator,
-                batch_loss, dev_ap=None, log=None) -> dict:
-    """The epoch loop of `train_cless` and `train_plm_tagger`: shuffled batches of `range(n)`, one optimiser step on
-    `batch_loss(idx)` each; after each epoch `dev_ap()` (an `ap_scores` dict) and a copy of the trainable parameters
-    when its AP micro is the best so far, restored at the end (the paper's dev model selection)."""
-    history, best, best_state, t0 = [], -1.0, None, time.time()
-    for epoch in range(epochs):
-        module.train(); losses = []
-        perm = rng.permutation(n)
-        for start in range(0, n, batch_size):
-            loss = batch_loss(perm[start:start + batch_size])
-            opt.zero_grad(); loss.backward(); opt.step()
-            losses.append(loss.item())
-        rec = {"epoch": epoch + 1, "loss": float(np.mean(losses)), "seconds": round(time.time() - t0, 2)}
-        if dev_ap is not None:
-            ap = dev_ap()
-            rec.update(dev_ap_micro=ap["micro"], dev_ap_macro=ap["macro"])
-            if ap["micro"] > best:
-                best = ap["micro"]
-                best_state = {k: v.detach().clone() for k, v in module.named_parameters() if v.requires_grad}
-        history.append(rec)
-        if log: log(rec)
-    if best_state is not None:
-        module.load_state_dict(best_state, strict=False)
-    best_epoch = max(history, key=lambda r: r.get("dev_ap_micro", -1))["epoch"] if dev_ap is not None else epochs
-    return {"history": history, "seconds": time.time() - t0, "best_epoch": best_epoch}
+def _dev_ap(y, scores) -> dict:
+    from contrastive_nb.evaluate import ap_scores
+    ap = ap_scores(y, scores)
+    return {"dev_ap_micro": ap["micro"], "dev_ap_macro": ap["macro"]}
 
 def train_cless(model: CLESS, texts: torch.Tensor, mode: str = "pseudo", y=None, label_words=None,
                 n_labels: int = 150, n_negatives: int = 20, epochs: int = 5, batch_size: int = 64, lr: float = 1e-3,
@@ -162,7 +140,6 @@ def train_cless(model: CLESS, texts: torch.Tensor, mode: str = "pseudo", y=None,
     `mode="pseudo"`: `n_labels` pseudo labels per text. `mode="real"`: `y (n, T)` multi-hot and `label_words (T, w)`;
     all positives and `n_negatives` negatives per text. `dev=(texts, y, label_words)` picks the best epoch by AP micro.
     `exclude`: word ids never used as pseudo labels (e.g. stop words). `freeze_embeddings` keeps E (e.g. fastText) fixed."""
-    from contrastive_nb.evaluate import ap_scores
     if mode not in ("pseudo", "real"):
         raise ValueError(f"`mode` must be 'pseudo' or 'real'; got {mode!r}")
     if mode == "real" and (y is None or label_words is None):
@@ -185,9 +162,9 @@ def train_cless(model: CLESS, texts: torch.Tensor, mode: str = "pseudo", y=None,
             labels = label_words[tag_idx]
         return binary_nce(model(xb, labels), targets, mask)
 
-    dev_ap = None if dev is None else (lambda: ap_scores(dev[1], score_tags(model, dev[0], dev[2])))
+    dev_ap = None if dev is None else (lambda: _dev_ap(dev[1], score_tags(model, dev[0], dev[2])))
     try:
-        return _fit_epochs(model, opt, len(texts), epochs, batch_size, rng, batch_loss, dev_ap, log)
+        return fit_epochs(model, opt, len(texts), epochs, batch_size, rng, batch_loss, dev_ap, "dev_ap_micro", log=log)
     finally:
         model.E.weight.requires_grad_(was_trainable)
 
@@ -196,26 +173,6 @@ def zero_r_scores(n: int, n_tags: int) -> np.ndarray:
     return np.zeros((n, n_tags))
 
 # %% ../nbs/21_cless.ipynb #43346610
-class _Given(nn.Module):
-    "Stands in for an encoder's embedding layer: returns the hidden states it holds, whatever it is called with."
-    def __init__(self, hidden: torch.Tensor):
-        super().__init__(); self.hidden = hidden
-    def forward(self, *args, **kwargs): return self.hidden
-
-def _blocks(encoder):
-    "The transformer blocks of a BERT/RoBERTa-style encoder (`encoder.encoder.layer`), or None."
-    return getattr(getattr(encoder, "encoder", None), "layer", None)
-
-@contextmanager
-def _from_block(encoder, start: int, hidden: torch.Tensor):
-    "Within the block, `encoder(...)` runs blocks `start:` on `hidden` (the output of block `start - 1`)."
-    emb, blocks = encoder.embeddings, encoder.encoder.layer
-    encoder.embeddings = _Given(hidden); encoder.encoder.layer = nn.ModuleList(list(blocks)[start:])
-    try:
-        yield
-    finally:
-        encoder.embeddings, encoder.encoder.layer = emb, blocks
-
 class PLMTagger(nn.Module):
     """Pretrained encoder (mean-pooled) + linear head over `n_tags`, trained with BCE (the paper's PLM baseline).
 
@@ -231,53 +188,19 @@ class PLMTagger(nn.Module):
             self.tokenizer, self.encoder = load_plm(path)
         if getattr(self.encoder, "pooler", None) is not None:
             self.encoder.pooler.requires_grad_(False)         # BERT's [CLS] pooler: unused by mean pooling
-        blocks = _blocks(self.encoder)
-        self.n_frozen = 0
-        if train_layers is not None:
-            if blocks is None or not hasattr(self.encoder, "embeddings"):
-                raise ValueError("`train_layers` needs a BERT/RoBERTa-style encoder (`embeddings`, `encoder.layer`); "
-                                 "pass train_layers=None to fine-tune all of this one")
-            check_int("train_layers", train_layers, 0, len(blocks))
-            self.n_frozen = len(blocks) - train_layers
-            for mod in [self.encoder.embeddings, *list(blocks)[:self.n_frozen]]:
-                mod.requires_grad_(False)
+        self.n_frozen = freeze_bottom(self.encoder, train_layers)
         self.max_len = max_len
         self.head = nn.Linear(self.encoder.config.hidden_size, n_tags)
 
-    @torch.no_grad()
     def features(self, texts: list, batch_size: int = 64) -> dict:
         "Token ids and mask `(n, S)` of `texts`, and (with frozen blocks) the frozen bottom's hidden states `(n, S, h)`."
-        if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
-            raise ValueError("`texts` must be a list of strings")
-        enc = self.tokenizer(list(texts), truncation=True, max_length=self.max_len, padding=True, return_tensors="pt")
-        out = {"ids": enc["input_ids"], "mask": enc["attention_mask"], "hidden": None}
-        if self.n_frozen:
-            was = self.encoder.training; self.encoder.eval()
-            dev = next(self.encoder.parameters()).device
-            out["hidden"] = torch.cat([
-                self.encoder(input_ids=out["ids"][i:i + batch_size].to(dev), attention_mask=out["mask"][i:i + batch_size].to(dev),
-                             output_hidden_states=True).hidden_states[self.n_frozen].cpu()
-                for i in range(0, len(texts), batch_size)])
-            self.encoder.train(was)
-        return out
+        return plm_features(self.tokenizer, self.encoder, texts, self.max_len, self.n_frozen, batch_size)
 
     def forward(self, ids: torch.Tensor, mask: torch.Tensor, hidden: torch.Tensor | None = None) -> torch.Tensor:
         "Tag logits `(B, T)`; `hidden`: the frozen bottom's output from `features` (required when blocks are frozen)."
-        if self.n_frozen and hidden is None:
-            raise ValueError("this tagger freezes its bottom blocks: pass `hidden` from `features`")
-        if self.n_frozen:
-            with _from_block(self.encoder, self.n_frozen, hidden):
-                h = self.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
-        else:
-            h = self.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+        h = plm_hidden(self.encoder, ids, mask, hidden, self.n_frozen)
         m = mask.unsqueeze(-1).to(h.dtype)
         return self.head((h * m).sum(1) / m.sum(1).clamp(min=1))
-
-def _batch(feats: dict, idx, dev) -> tuple:
-    "Rows `idx` of `features`, trimmed to their longest text, on `dev`."
-    mask = feats["mask"][idx]; S = max(int(mask.sum(1).max()), 1)
-    hidden = feats["hidden"][idx][:, :S].to(dev) if feats["hidden"] is not None else None
-    return feats["ids"][idx][:, :S].to(dev), mask[:, :S].to(dev), hidden
 
 @torch.no_grad()
 def score_plm(tagger: PLMTagger, feats: dict, batch_size: int = 128) -> np.ndarray:
@@ -285,7 +208,7 @@ def score_plm(tagger: PLMTagger, feats: dict, batch_size: int = 128) -> np.ndarr
     was = tagger.training; tagger.eval()
     dev = next(tagger.head.parameters()).device
     n = len(feats["ids"])
-    out = [torch.sigmoid(tagger(*_batch(feats, np.arange(i, min(i + batch_size, n)), dev))).cpu()
+    out = [torch.sigmoid(tagger(*feature_rows(feats, np.arange(i, min(i + batch_size, n)), dev))).cpu()
            for i in range(0, n, batch_size)]
     tagger.train(was)
     return torch.cat(out).float().numpy()
@@ -296,7 +219,6 @@ def train_plm_tagger(tagger: PLMTagger, feats: dict, y, epochs: int = 3, batch_s
 
     `feats = tagger.features(texts)`, `y (n, T)` multi-hot. `dev=(feats, y)` keeps the epoch with the best dev AP micro.
     Returns `{'history': [...], 'seconds': …, 'best_epoch': …}` as `train_cless` does."""
-    from contrastive_nb.evaluate import ap_scores
     y = torch.as_tensor(np.asarray(y), dtype=torch.float32)
     if y.shape != (len(feats["ids"]), tagger.head.out_features):
         raise ValueError(f"`y` must be (n, T) = ({len(feats['ids'])}, {tagger.head.out_features}); got {tuple(y.shape)}")
@@ -305,6 +227,6 @@ def train_plm_tagger(tagger: PLMTagger, feats: dict, y, epochs: int = 3, batch_s
     devc = next(tagger.head.parameters()).device
     enc_params = [p for p in tagger.encoder.parameters() if p.requires_grad]
     opt = torch.optim.AdamW([{"params": enc_params, "lr": lr}, {"params": tagger.head.parameters(), "lr": head_lr}])
-    batch_loss = lambda idx: F.binary_cross_entropy_with_logits(tagger(*_batch(feats, idx, devc)), y[idx].to(devc))
-    dev_ap = None if dev is None else (lambda: ap_scores(dev[1], score_plm(tagger, dev[0])))
-    return _fit_epochs(tagger, opt, len(y), epochs, batch_size, rng, batch_loss, dev_ap, log)
+    batch_loss = lambda idx: F.binary_cross_entropy_with_logits(tagger(*feature_rows(feats, idx, devc)), y[idx].to(devc))
+    dev_ap = None if dev is None else (lambda: _dev_ap(dev[1], score_plm(tagger, dev[0])))
+    return fit_epochs(tagger, opt, len(y), epochs, batch_size, rng, batch_loss, dev_ap, "dev_ap_micro", log=log)

@@ -15,11 +15,13 @@ import json
 import os
 import re
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
+from torch import nn
 
 from .core import atomic_write_bytes, atomic_write_json, check_int, check_range, read_json
 
@@ -27,7 +29,7 @@ from .core import atomic_write_bytes, atomic_write_json, check_int, check_range,
 __all__ = ['PAD', 'UNK', 'DEFAULT_PACKAGES', 'GENERIC_PATH_WORDS', 'tokenize', 'Vocab', 'pad_ids', 'tag_words', 'TextTags',
            'encode_texts', 'encode_labels', 'label_matrix', 'read_text_tags_csv', 'read_text_tags_jsonl', 'strip_html',
            'load_cross_validated', 'path_tags', 'docstring_corpus', 'train_word_vectors', 'bundled_plm_path',
-           'load_plm']
+           'load_plm', 'plm_blocks', 'freeze_bottom', 'plm_features', 'feature_rows', 'plm_hidden']
 
 # %% ../nbs/20_text.ipynb #ec630ecf
 _WORD = re.compile(r"[a-z0-9]+")
@@ -385,3 +387,73 @@ def load_plm(path=None) -> tuple:
     finally:
         hf_logging.set_verbosity(verbosity)
     return tok, enc.eval()
+
+# %% ../nbs/20_text.ipynb #3156b325
+class _Given(nn.Module):
+    "Stands in for an encoder's embedding layer: returns the hidden states it holds, whatever it is called with."
+    def __init__(self, hidden: torch.Tensor):
+        super().__init__(); self.hidden = hidden
+    def forward(self, *args, **kwargs): return self.hidden
+
+def plm_blocks(encoder):
+    "The transformer blocks of a BERT/RoBERTa-style encoder (`encoder.encoder.layer`), or None."
+    return getattr(getattr(encoder, "encoder", None), "layer", None)
+
+@contextmanager
+def _from_block(encoder, start: int, hidden: torch.Tensor):
+    "Within the block, `encoder(...)` runs blocks `start:` on `hidden` (the output of block `start - 1`)."
+    emb, blocks = encoder.embeddings, encoder.encoder.layer
+    encoder.embeddings = _Given(hidden); encoder.encoder.layer = nn.ModuleList(list(blocks)[start:])
+    try:
+        yield
+    finally:
+        encoder.embeddings, encoder.encoder.layer = emb, blocks
+
+def freeze_bottom(encoder, train_layers: int | None) -> int:
+    """Freeze the embeddings and all but the top `train_layers` blocks of `encoder` (None: freeze nothing);
+    returns the number of frozen blocks, `n_frozen`."""
+    if train_layers is None:
+        return 0
+    blocks = plm_blocks(encoder)
+    if blocks is None or not hasattr(encoder, "embeddings"):
+        raise ValueError("`train_layers` needs a BERT/RoBERTa-style encoder (`embeddings`, `encoder.layer`); "
+                         "pass train_layers=None to fine-tune all of this one")
+    check_int("train_layers", train_layers, 0, len(blocks))
+    n_frozen = len(blocks) - train_layers
+    for mod in [encoder.embeddings, *list(blocks)[:n_frozen]]:
+        mod.requires_grad_(False)
+    return n_frozen
+
+@torch.no_grad()
+def plm_features(tokenizer, encoder, texts: list, max_len: int, n_frozen: int = 0, batch_size: int = 64) -> dict:
+    """`{'ids', 'mask'}` `(n, S)` token ids and attention mask of `texts` (at most `max_len` tokens each) and `'hidden'`:
+    with `n_frozen` blocks frozen, the frozen bottom's output `(n, S, h)` (else None)."""
+    if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+        raise ValueError("`texts` must be a list of strings")
+    enc = tokenizer(list(texts), truncation=True, max_length=max_len, padding=True, return_tensors="pt")
+    out = {"ids": enc["input_ids"], "mask": enc["attention_mask"], "hidden": None}
+    if n_frozen:
+        was = encoder.training; encoder.eval()
+        dev = next(encoder.parameters()).device
+        out["hidden"] = torch.cat([
+            encoder(input_ids=out["ids"][i:i + batch_size].to(dev), attention_mask=out["mask"][i:i + batch_size].to(dev),
+                    output_hidden_states=True).hidden_states[n_frozen].cpu()
+            for i in range(0, len(texts), batch_size)]) if len(texts) else torch.zeros(0, out["ids"].shape[1], encoder.config.hidden_size)
+        encoder.train(was)
+    return out
+
+def feature_rows(feats: dict, idx, dev) -> tuple:
+    "`(ids, mask, hidden)` of rows `idx` of `plm_features`, trimmed to their longest text, on `dev`."
+    mask = feats["mask"][idx]; S = max(int(mask.sum(1).max()), 1)
+    hidden = feats["hidden"][idx][:, :S].to(dev) if feats["hidden"] is not None else None
+    return feats["ids"][idx][:, :S].to(dev), mask[:, :S].to(dev), hidden
+
+def plm_hidden(encoder, ids: torch.Tensor, mask: torch.Tensor, hidden: torch.Tensor | None = None,
+               n_frozen: int = 0) -> torch.Tensor:
+    "Last hidden states `(B, S, h)`: the whole encoder, or (with `n_frozen`) its top blocks on `hidden` from `plm_features`."
+    if n_frozen and hidden is None:
+        raise ValueError("this encoder's bottom blocks are frozen: pass `hidden` from `plm_features`")
+    if n_frozen:
+        with _from_block(encoder, n_frozen, hidden):
+            return encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+    return encoder(input_ids=ids, attention_mask=mask).last_hidden_state

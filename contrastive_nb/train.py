@@ -35,7 +35,7 @@ from .strata import correct_noisy_labels
 __all__ = ['LOSSES', 'LOADERS', 'CHECKPOINT_FORMAT', 'LossTerm', 'LARS', 'param_groups', 'make_optimizer', 'warmup_cosine',
            'EpochBatchSampler', 'CheckpointError', 'NonFiniteError', 'Preempted', 'save_checkpoint', 'load_checkpoint',
            'export_weights', 'load_weights', 'dataset_fingerprint', 'run_config', 'config_sha256', 'init_distributed',
-           'fit']
+           'fit', 'fit_epochs']
 
 # %% ../nbs/05_train.ipynb #c76157c4
 LOSSES = {"nt_xent": "unlabeled", "suncet": "labeled", "supcon": "labeled", "spread": "labeled", "ce": "labeled"}
@@ -681,3 +681,39 @@ def fit(model: nn.Module, unlabeled, terms: list, views: Callable, epochs: int, 
             if stop_after_epoch is not None and epoch + 1 >= stop_after_epoch and epoch + 1 < epochs:
                 break
     return history
+
+# %% ../nbs/05_train.ipynb #2eea0141
+def fit_epochs(module: nn.Module, opt, n: int, epochs: int, batch_size: int, rng: np.random.Generator,
+               batch_loss: Callable, dev_score: Callable | None = None, select: str | None = None,
+               after_epoch: Callable | None = None, log: Callable | None = None) -> dict:
+    """Train `module` in place; returns `{'history': [...], 'seconds': …, 'best_epoch': …}`.
+
+    `batch_loss(idx)` → scalar loss of the rows `idx`; `dev_score()` → `{name: number}`; `select`: the name to
+    maximise (required with `dev_score`). Without `dev_score` the last epoch is kept."""
+    check_int("n", n, 1); check_int("epochs", epochs, 1); check_int("batch_size", batch_size, 1)
+    if dev_score is not None and select is None:
+        raise ValueError("`select` must name the entry of `dev_score()` to maximise")
+    history, best, best_state, t0 = [], -math.inf, None, time.time()
+    for epoch in range(epochs):
+        module.train(); losses = []
+        perm = rng.permutation(n)
+        for start in range(0, n, batch_size):
+            loss = batch_loss(perm[start:start + batch_size])
+            opt.zero_grad(); loss.backward(); opt.step()
+            losses.append(loss.item())
+        rec = {"epoch": epoch + 1, "loss": float(np.mean(losses)), "seconds": round(time.time() - t0, 2)}
+        if dev_score is not None:
+            scores = dev_score()
+            if select not in scores:
+                raise ValueError(f"`select` is {select!r} but `dev_score()` gives {sorted(scores)}")
+            rec.update(scores)
+            if scores[select] > best:
+                best = scores[select]
+                best_state = {k: v.detach().clone() for k, v in module.named_parameters() if v.requires_grad}
+        history.append(rec)
+        if log: log(rec)
+        if after_epoch: after_epoch(rec)
+    if best_state is not None:
+        module.load_state_dict(best_state, strict=False)
+    best_epoch = max(history, key=lambda r: r[select])["epoch"] if dev_score is not None else epochs
+    return {"history": history, "seconds": time.time() - t0, "best_epoch": best_epoch}
