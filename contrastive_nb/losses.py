@@ -16,7 +16,7 @@ from .core import check_choice, check_range
 
 # %% auto #0
 __all__ = ['sim_logsumexp', 'nt_xent', 'suncet', 'supcon', 'spread', 'binary_nce', 'NTXentLoss', 'SuNCEtLoss', 'SupConLoss',
-           'SpreadLoss', 'BinaryNCELoss', 'gather_with_grad']
+           'SpreadLoss', 'BinaryNCELoss', 'css_loss', 'domain_loss', 'class_loss', 'gather_with_grad']
 
 # %% ../nbs/03_losses.ipynb #28777e99
 def _as_embeddings(z, name: str) -> torch.Tensor:
@@ -299,6 +299,139 @@ class SpreadLoss(nn.Module):
 class BinaryNCELoss(nn.Module):
     "Module form of `binary_nce`."
     def forward(self, logits, targets, mask=None): return binary_nce(logits, targets, mask)
+
+# %% ../nbs/03_losses.ipynb #ddd1407b
+def _as_index_sets(idx, n: int, m: int, name: str) -> torch.Tensor:
+    "Validate `(n, P)` long indices into `m` rows, −1 for padding, no repeats within a row."
+    if not isinstance(idx, torch.Tensor):
+        idx = torch.as_tensor(idx)
+    if idx.dim() != 2 or idx.shape[0] != n:
+        raise ValueError(f"`{name}` must be a 2-D tensor (N, P) with one row per anchor ({n}); got shape {tuple(idx.shape)}")
+    if idx.is_floating_point() or idx.dtype == torch.bool:
+        raise ValueError(f"`{name}` must hold integer row indices (−1 for padding); got dtype {idx.dtype}")
+    idx = idx.long()
+    if idx.numel() and (int(idx.min()) < -1 or int(idx.max()) >= m):
+        raise ValueError(f"`{name}` must hold row indices in [0, {m - 1}] or −1 for padding; got values in "
+                         f"[{int(idx.min())}, {int(idx.max())}]")
+    if idx.shape[1] > 1:
+        s = idx.sort(1).values
+        if ((s[:, 1:] == s[:, :-1]) & (s[:, 1:] >= 0)).any():
+            raise ValueError(f"`{name}` repeats a row index within an anchor's set")
+    return idx
+
+_MASKED = -1e30      # a finite "minus infinity": masked logits vanish in exp and keep gradients finite
+
+def _masked_lse(s: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    "log Σ exp over the last dim where `mask`; rows with nothing masked in get a finite, unused value."
+    return torch.logsumexp(s.masked_fill(~mask, _MASKED), dim=-1)
+
+def _mean_over(values: torch.Tensor, mask: torch.Tensor) -> tuple:
+    "Per row: the mean of `values` where `mask`, and whether the row has any."
+    cnt = mask.sum(-1)
+    return (values.masked_fill(~mask, 0.0).sum(-1) / cnt.clamp(min=1)), cnt > 0
+
+def _anchor_mean(per_anchor: torch.Tensor, has_term: torch.Tensor, *graph) -> torch.Tensor:
+    return per_anchor[has_term].mean() if bool(has_term.any()) else _graph_zero(*graph)
+
+def _labeled_sims(u: torch.Tensor, y: torch.Tensor, temperature: float) -> tuple:
+    "`f` among labeled anchors `(N, N)`, the mask of others (k ≠ i), and of same-class others (C(i))."
+    s = u @ u.T / temperature
+    others = ~torch.eye(len(u), dtype=torch.bool, device=u.device)
+    return s, others, others & (y[:, None] == y[None, :])
+
+def css_loss(x: torch.Tensor, labels, x_o: torch.Tensor, pos_idx, neg_idx, temperature: float = 0.3,
+             return_stats: bool = False):
+    """L_CSS (Eqs. 2–3), mean over anchors with a term. `x: (N, h)` labeled anchors, `labels: (N,)`,
+    `x_o: (M, h)` corpus representations, `pos_idx`/`neg_idx: (N, P)`/`(N, Q)` rows of `x_o` (−1 pads): P(i), N(i)."""
+    temperature = _check_temperature(temperature)
+    x, x_o = _as_embeddings(x, "x"), _as_embeddings(x_o, "x_o")
+    if x_o.shape[1] != x.shape[1]:
+        raise ValueError(f"`x_o` must have the width of `x` ({x.shape[1]}); got {x_o.shape[1]}")
+    n, m = x.shape[0], x_o.shape[0]
+    y = _as_labels(labels, n).to(x.device)
+    P = _as_index_sets(pos_idx, n, m, "pos_idx").to(x.device); Q = _as_index_sets(neg_idx, n, m, "neg_idx").to(x.device)
+    if ((P[:, :, None] == Q[:, None, :]) & (P[:, :, None] >= 0)).any():
+        raise ValueError("`pos_idx` and `neg_idx` share a row for the same anchor; P(i) and N(i) must be disjoint")
+    with torch.autocast(device_type=x.device.type, enabled=False):
+        u, uo = F.normalize(x, dim=1), F.normalize(x_o, dim=1)
+        pm, qm = P >= 0, Q >= 0
+        up, uq = uo[P.clamp(min=0)], uo[Q.clamp(min=0)]                      # (N, P, h), (N, Q, h)
+        s_lab, others, same = _labeled_sims(u, y, temperature)
+        s_pos = torch.einsum("nh,nph->np", u, up) / temperature
+        s_neg = torch.einsum("nh,nqh->nq", u, uq) / temperature
+        lse_s = _masked_lse(torch.cat([s_lab, s_pos, s_neg], 1), torch.cat([others, pm, qm], 1))
+        term_c, has_c = _mean_over(s_lab - lse_s[:, None], same)
+        term_p, has_p = _mean_over(s_pos - lse_s[:, None], pm)
+        s_pp = torch.einsum("nph,nqh->npq", up, up) / temperature             # f(o_j, o_k), j, k ∈ P(i)
+        s_pq = torch.einsum("nph,nqh->npq", up, uq) / temperature             # f(o_j, o_k), k ∈ N(i)
+        pair = pm[:, :, None] & pm[:, None, :] & ~torch.eye(P.shape[1], dtype=torch.bool, device=x.device)
+        lse_u = _masked_lse(torch.cat([s_pp, s_pq], 2), torch.cat([pair, pm[:, :, None] & qm[:, None, :]], 2))  # (N, P)
+        n_c, n_p = same.sum(1), pm.sum(1)
+        has_u = n_p >= 2
+        denom = ((n_c + 1) * n_p * (n_p - 1)).clamp(min=1).to(u.dtype)
+        term_u = (s_pp - lse_u[:, :, None]).masked_fill(~pair, 0.0).sum((1, 2)) / denom
+        per = -(term_c * has_c + term_p * has_p + term_u * has_u)
+        has = has_c | has_p | has_u
+        loss = _anchor_mean(per, has, x, x_o)
+    stats = {"n_anchors": int(has.sum()), "n_without_term": n - int(has.sum()),
+             "mean_positives": float(n_p.float().mean()), "mean_negatives": float(qm.sum(1).float().mean())}
+    return (loss, stats) if return_stats else loss
+
+def domain_loss(d: torch.Tensor, d_o: torch.Tensor, pos_idx, temperature: float = 0.3, return_stats: bool = False):
+    """L_D (Eq. 6), mean over anchors with a term. `d: (N, h)` [DOMAIN] representations of labeled anchors,
+    `d_o: (M, h)` of the whole corpus, `pos_idx: (N, P)` rows of `d_o` (−1 pads): P_D(i)."""
+    temperature = _check_temperature(temperature)
+    d, d_o = _as_embeddings(d, "d"), _as_embeddings(d_o, "d_o")
+    if d_o.shape[1] != d.shape[1]:
+        raise ValueError(f"`d_o` must have the width of `d` ({d.shape[1]}); got {d_o.shape[1]}")
+    n, m = d.shape[0], d_o.shape[0]
+    P = _as_index_sets(pos_idx, n, m, "pos_idx").to(d.device)
+    with torch.autocast(device_type=d.device.type, enabled=False):
+        u, uo = F.normalize(d, dim=1), F.normalize(d_o, dim=1)
+        s_lab = u @ u.T / temperature
+        others = ~torch.eye(n, dtype=torch.bool, device=d.device)
+        s_o = u @ uo.T / temperature                                          # (N, M): all of the corpus
+        lse = torch.logsumexp(torch.cat([s_lab.masked_fill(~others, _MASKED), s_o], 1), 1)
+        term_l, has_l = _mean_over(s_lab - lse[:, None], others)
+        pm = P >= 0
+        term_p, has_p = _mean_over(s_o.gather(1, P.clamp(min=0)) - lse[:, None], pm)
+        per = -(term_l * has_l + term_p * has_p)
+        has = has_l | has_p
+        loss = _anchor_mean(per, has, d, d_o)
+    stats = {"n_anchors": int(has.sum()), "n_without_term": n - int(has.sum())}
+    return (loss, stats) if return_stats else loss
+
+def class_loss(c: torch.Tensor, labels, c_o: torch.Tensor, pos_idx, temperature: float = 0.3, return_stats: bool = False):
+    """L_C (Eq. 7), mean over anchors with a term. `c: (N, h)` [CLASS] representations of labeled anchors,
+    `labels: (N,)`, `c_o: (M, h)` corpus representations, `pos_idx: (N, P)` rows of `c_o` (−1 pads): P_C(i).
+    N_C(i) = the rows in P_C of the batch's anchors of other classes, not in P_C(i)."""
+    temperature = _check_temperature(temperature)
+    c, c_o = _as_embeddings(c, "c"), _as_embeddings(c_o, "c_o")
+    if c_o.shape[1] != c.shape[1]:
+        raise ValueError(f"`c_o` must have the width of `c` ({c.shape[1]}); got {c_o.shape[1]}")
+    n, m = c.shape[0], c_o.shape[0]
+    y = _as_labels(labels, n).to(c.device)
+    P = _as_index_sets(pos_idx, n, m, "pos_idx").to(c.device)
+    with torch.autocast(device_type=c.device.type, enabled=False):
+        u, uo = F.normalize(c, dim=1), F.normalize(c_o, dim=1)
+        s_lab, others, same = _labeled_sims(u, y, temperature)
+        rows = torch.unique(P[P >= 0])                                        # every retrieved row of the batch, once
+        if len(rows):
+            own = (P[:, :, None] == rows[None, None, :]).any(1)               # (N, R): row ∈ P_C(i)
+            other_cls = (y[:, None] != y[None, :]).to(u.dtype)
+            in_other = (other_cls @ own.to(u.dtype)) > 0                      # row ∈ P_C(i') of another class
+            s_r = u @ uo[rows].T / temperature
+        else:
+            own = in_other = torch.zeros(n, 0, dtype=torch.bool, device=c.device); s_r = u.new_zeros(n, 0)
+        lse = _masked_lse(torch.cat([s_lab, s_r], 1), torch.cat([others, own | in_other], 1))
+        term_l, has_l = _mean_over(s_lab - lse[:, None], same)
+        term_p, has_p = _mean_over(s_r - lse[:, None], own)
+        per = -(term_l * has_l + term_p * has_p)
+        has = has_l | has_p
+        loss = _anchor_mean(per, has, c, c_o)
+    stats = {"n_anchors": int(has.sum()), "n_without_term": n - int(has.sum()),
+             "mean_class_negatives": float((in_other & ~own).sum(1).float().mean()) if len(rows) else 0.0}
+    return (loss, stats) if return_stats else loss
 
 # %% ../nbs/03_losses.ipynb #cdb2905d
 class _GatherWithGrad(torch.autograd.Function):
