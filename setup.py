@@ -20,6 +20,7 @@ requirements = shlex.split(cfg.get('requirements', ''))
 dev_requirements = shlex.split(cfg.get('dev_requirements', ''))
 bench_requirements = shlex.split(cfg.get('bench_requirements', ''))
 cluster_requirements = shlex.split(cfg.get('cluster_requirements', ''))
+text_requirements = shlex.split(cfg.get('text_requirements', ''))
 lic = licenses[cfg['license'].lower()]
 min_python = cfg['min_python']
 
@@ -36,7 +37,7 @@ setuptools.setup(
     packages=setuptools.find_packages(include=['contrastive_nb', 'contrastive_nb.*']),
     include_package_data=True,
     install_requires=requirements,
-    extras_require={'dev': dev_requirements, 'bench': bench_requirements, 'cluster': cluster_requirements},
+    extras_require={'dev': dev_requirements, 'bench': bench_requirements, 'cluster': cluster_requirements, 'text': text_requirements},
     dependency_links=cfg.get('dep_links', '').split(),
     python_requires='>=' + cfg['min_python'],
     long_description=open('README.md', encoding='utf-8').read(),

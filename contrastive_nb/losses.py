@@ -355,7 +355,8 @@ def css_loss(x: torch.Tensor, labels, x_o: torch.Tensor, pos_idx, neg_idx, tempe
     with torch.autocast(device_type=x.device.type, enabled=False):
         u, uo = F.normalize(x, dim=1), F.normalize(x_o, dim=1)
         pm, qm = P >= 0, Q >= 0
-        up, uq = uo[P.clamp(min=0)], uo[Q.clamp(min=0)]                      # (N, P, h), (N, Q, h)
+        uo_pad = torch.cat([uo, uo.new_zeros(1, uo.shape[1])])                # padding (−1) reads a zero row
+        up, uq = uo_pad[P.masked_fill(P < 0, m)], uo_pad[Q.masked_fill(Q < 0, m)]   # (N, P, h), (N, Q, h)
         s_lab, others, same = _labeled_sims(u, y, temperature)
         s_pos = torch.einsum("nh,nph->np", u, up) / temperature
         s_neg = torch.einsum("nh,nqh->nq", u, uq) / temperature
@@ -394,7 +395,8 @@ def domain_loss(d: torch.Tensor, d_o: torch.Tensor, pos_idx, temperature: float 
         lse = torch.logsumexp(torch.cat([s_lab.masked_fill(~others, _MASKED), s_o], 1), 1)
         term_l, has_l = _mean_over(s_lab - lse[:, None], others)
         pm = P >= 0
-        term_p, has_p = _mean_over(s_o.gather(1, P.clamp(min=0)) - lse[:, None], pm)
+        s_op = torch.cat([s_o, s_o.new_zeros(n, 1)], 1).gather(1, P.masked_fill(~pm, m))
+        term_p, has_p = _mean_over(s_op - lse[:, None], pm)
         per = -(term_l * has_l + term_p * has_p)
         has = has_l | has_p
         loss = _anchor_mean(per, has, d, d_o)

@@ -27,9 +27,10 @@ from .core import atomic_write_bytes, atomic_write_json, check_int, check_range,
 
 # %% auto #0
 __all__ = ['PAD', 'UNK', 'DEFAULT_PACKAGES', 'GENERIC_PATH_WORDS', 'tokenize', 'Vocab', 'pad_ids', 'tag_words', 'TextTags',
-           'encode_texts', 'encode_labels', 'label_matrix', 'read_text_tags_csv', 'read_text_tags_jsonl', 'strip_html',
-           'load_cross_validated', 'path_tags', 'docstring_corpus', 'train_word_vectors', 'bundled_plm_path',
-           'load_plm', 'plm_blocks', 'freeze_bottom', 'plm_features', 'feature_rows', 'plm_hidden']
+           'encode_texts', 'encode_labels', 'label_matrix', 'read_text_tags_csv', 'jsonl_records',
+           'read_text_tags_jsonl', 'strip_html', 'load_cross_validated', 'path_tags', 'docstring_corpus',
+           'train_word_vectors', 'bundled_plm_path', 'load_plm', 'plm_blocks', 'freeze_bottom', 'plm_features',
+           'feature_rows', 'plm_hidden']
 
 # %% ../nbs/20_text.ipynb #ec630ecf
 _WORD = re.compile(r"[a-z0-9]+")
@@ -188,12 +189,11 @@ def read_text_tags_csv(path, text_col: str = "text", tags_col: str = "tags", sep
     return TextTags([r[text_col] or "" for r in rows],
                     [[t.strip() for t in (r[tags_col] or "").split(sep) if t.strip()] for r in rows], str(path))
 
-def read_text_tags_jsonl(path, text_key: str = "text", tags_key: str = "tags") -> TextTags:
-    "(text, tags) from JSON lines; errors name the line."
+def jsonl_records(path, keys=()):
+    "Yield `(line_number, record)` of a JSON-lines file, blank lines skipped; errors name the line and a missing key."
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"`path` does not exist: {path}")
-    texts, tags = [], []
     with open(path, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
@@ -202,11 +202,18 @@ def read_text_tags_jsonl(path, text_key: str = "text", tags_key: str = "tags") -
                 obj = json.loads(line)
             except json.JSONDecodeError as e:
                 raise ValueError(f"{path} line {n} is not JSON ({e})") from None
-            if text_key not in obj or tags_key not in obj:
-                raise ValueError(f"{path} line {n} lacks `{text_key}` or `{tags_key}`; keys: {sorted(obj)}")
-            if not isinstance(obj[tags_key], list):
-                raise ValueError(f"{path} line {n}: `{tags_key}` must be a list; got {obj[tags_key]!r}")
-            texts.append(str(obj[text_key])); tags.append([str(t) for t in obj[tags_key]])
+            missing = [k for k in keys if k not in obj]
+            if missing:
+                raise ValueError(f"{path} line {n} lacks `{'` or `'.join(keys)}` ({missing[0]!r} is missing); keys: {sorted(obj)}")
+            yield n, obj
+
+def read_text_tags_jsonl(path, text_key: str = "text", tags_key: str = "tags") -> TextTags:
+    "(text, tags) from JSON lines; errors name the line."
+    texts, tags = [], []
+    for n, obj in jsonl_records(path, (text_key, tags_key)):
+        if not isinstance(obj[tags_key], list):
+            raise ValueError(f"{path} line {n}: `{tags_key}` must be a list; got {obj[tags_key]!r}")
+        texts.append(str(obj[text_key])); tags.append([str(t) for t in obj[tags_key]])
     return TextTags(texts, tags, str(path))
 
 _TAG = re.compile(r"<[^>]+>")

@@ -72,3 +72,24 @@ def test_cless_longtail_twin(tmp_path):
     assert set(m["claims"]) and all(isinstance(v, bool) for v in m["claims"].values())
     for name in ["fig4_zero_shot.png", "fig5_few_shot.png", "fig6_ap_per_bin.png"]:
         assert (run / name).stat().st_size > 10_000, name
+
+
+def test_csslm_fewshot_twin(tmp_path):
+    run = run_notebook(TUT / "csslm_fewshot.ipynb", "twin", root=tmp_path, timeout=600,
+                       parameters=dict(k_shots=[2], n_dev=5, n_test=10, corpus_size=120, max_len=16, epochs=2,
+                                       batch_size=4, retrieved=2, retrieved_sizes=[2, 3], ablation_levels=["d"]))
+    m = json.loads((run / "metrics.json").read_text())
+    assert m["classes"] == ["numpy", "scipy", "sklearn", "torch"]
+    res = pd.read_parquet(run / "results.parquet")
+    assert res["test_acc"].between(0, 1).all() and res["dev_acc"].between(0, 1).all()
+    # 4 methods; 2 sizes x 2 methods; [D] + [D+C]
+    assert res.section.value_counts().to_dict() == {"table2": 4, "fig4": 4, "table4": 2}
+    css = res[res.method.str.startswith("css") & (res.section == "table2")]
+    assert css["P same class"].between(0, 1).all() and css["P in-domain"].between(0, 1).all()
+    assert sorted(res[res.section == "fig4"].retrieved.unique()) == [2, 3]
+    assert set(m["claims"]) and all(isinstance(v, bool) for v in m["claims"].values())
+    for method in ["standard", "scf", "css_lm"]:
+        t = pd.read_parquet(run / f"embeddings_{method}.parquet")
+        assert len(t) == 40 and {"id", "split", "label", "embedding", "method", "text"} <= set(t.columns)
+    for name in ["fig4_retrieved_size.png", "fig5_tsne.png"]:
+        assert (run / name).stat().st_size > 10_000, name
