@@ -22,7 +22,7 @@ from .core import check_choice, check_int, check_range, atomic_write_parquet
 # %% auto #0
 __all__ = ['compute_embeddings', 'embedding_table', 'table_embeddings', 'save_embedding_table', 'load_embedding_table',
            'knn_predict', 'knn_accuracy', 'topk_accuracy', 'linear_probe', 'fine_tune', 'ap_scores', 'frequency_bins',
-           'ap_by_bin']
+           'ap_by_bin', 'paired_difference', 'paired_table']
 
 # %% ../nbs/07_evaluate.ipynb #08d9c7ae
 @torch.no_grad()
@@ -203,4 +203,81 @@ def ap_by_bin(y_true, y_score, bins) -> pd.DataFrame:
         cols = b == k; pos = int(yt[:, cols].sum())
         ap = ap_scores(yt[:, cols], ys[:, cols]) if pos else {"micro": float("nan"), "macro": float("nan")}
         rows.append({"bin": int(k), "classes": int(cols.sum()), "positives": pos, "ap_micro": ap["micro"], "ap_macro": ap["macro"]})
+    return pd.DataFrame(rows)
+
+# %% ../nbs/07_evaluate.ipynb #3d1466b9
+def paired_difference(a,                       # metric of method A, one value per seed/split (1-D)
+                      b,                       # metric of method B on the same seeds/splits, in the same order
+                      confidence: float = 0.95,  # coverage of both intervals
+                      n_resamples: int = 9999,   # bootstrap resamples
+                      seed: int = 0,           # seed of the bootstrap's generator (the interval is reproducible)
+                     ) -> dict:
+    """Mean paired difference `a − b` with a bootstrap (BCa) and a Student-t interval, and a conservative verdict:
+    `{'n', 'mean_a', 'mean_b', 'diff', 'sd', 'boot_low', 'boot_high', 't_low', 't_high', 'wins', 'verdict'}`."""
+    from scipy import stats
+    import warnings
+    check_range("confidence", confidence, 0, 1, low_inclusive=False, high_inclusive=False)
+    check_int("n_resamples", n_resamples, 100)
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.ndim != 1 or a.shape != b.shape:
+        raise ValueError(f"`a` and `b` must be 1-D with one value per seed/split each; got shapes {a.shape} and {b.shape}")
+    if len(a) < 2:
+        raise ValueError(f"a paired interval needs at least 2 pairs (seeds or splits); got {len(a)}")
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        raise ValueError("`a` and `b` must be finite (a NaN metric is a failed run: rerun or drop the pair)")
+    d = a - b
+    n, mean, sd = len(d), float(d.mean()), float(d.std(ddof=1))
+    if sd == 0:
+        lo_b = hi_b = lo_t = hi_t = mean
+    else:
+        half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
+        lo_t, hi_t = mean - half, mean + half
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ci = stats.bootstrap((d,), np.mean, n_resamples=n_resamples, confidence_level=confidence, method="BCa",
+                                 rng=np.random.default_rng(seed)).confidence_interval
+            if not (np.isfinite(ci.low) and np.isfinite(ci.high)):
+                ci = stats.bootstrap((d,), np.mean, n_resamples=n_resamples, confidence_level=confidence,
+                                     method="percentile", rng=np.random.default_rng(seed)).confidence_interval
+        lo_b, hi_b = float(ci.low), float(ci.high)
+    if min(lo_b, lo_t) > 0: verdict = "higher"
+    elif max(hi_b, hi_t) < 0: verdict = "lower"
+    else: verdict = "not distinguishable here"
+    return {"n": n, "mean_a": float(a.mean()), "mean_b": float(b.mean()), "diff": mean, "sd": sd,
+            "boot_low": lo_b, "boot_high": hi_b, "t_low": lo_t, "t_high": hi_t, "wins": int((d > 0).sum()),
+            "verdict": verdict}
+
+# %% ../nbs/07_evaluate.ipynb #f9be7b16
+def paired_table(results: pd.DataFrame,     # tidy results: one row per arm and pair
+                 metric: str,               # the column compared (higher is better)
+                 baseline: str,             # the arm every other arm is compared with
+                 arm: str = "arm",          # the column naming the method / arm
+                 pair="seed",               # column(s) that pair runs: the same seed (and split) in both arms
+                 confidence: float = 0.95,  # coverage of the intervals
+                ) -> pd.DataFrame:
+    "Each arm's mean ± sd of `metric` and its paired difference to `baseline` with intervals (see `paired_difference`)."
+    pair = [pair] if isinstance(pair, str) else list(pair)
+    missing = [c for c in [arm, metric, *pair] if c not in results.columns]
+    if missing:
+        raise ValueError(f"`results` has no column(s) {missing}; columns: {list(results.columns)}")
+    if baseline not in set(results[arm]):
+        raise ValueError(f"`baseline`={baseline!r} is not an arm of `results`; arms: {sorted(results[arm].unique())}")
+    dup = results.duplicated([arm, *pair])
+    if dup.any():
+        raise ValueError(f"`results` has {int(dup.sum())} repeated ({arm}, {', '.join(pair)}) row(s): one value per arm and pair")
+    wide = results.pivot_table(index=pair, columns=arm, values=metric, aggfunc="first")
+    rows = []
+    for a in results[arm].drop_duplicates():
+        vals = results.loc[results[arm] == a, metric].to_numpy(float)
+        row = {arm: a, "runs": len(vals), "mean": float(np.mean(vals)), "sd": float(np.std(vals, ddof=1)) if len(vals) > 1 else float("nan")}
+        if a != baseline:
+            both = wide[[a, baseline]].dropna()
+            if len(both) == 0:
+                raise ValueError(f"arm {a!r} shares no ({', '.join(pair)}) with the baseline {baseline!r}")
+            if len(both) >= 2:
+                r = paired_difference(both[a].to_numpy(), both[baseline].to_numpy(), confidence)
+                row.update({k: r[k] for k in ("n", "diff", "boot_low", "boot_high", "t_low", "t_high", "wins", "verdict")})
+            else:
+                row.update(n=1, diff=float(both[a].iloc[0] - both[baseline].iloc[0]), verdict="one pair: no interval")
+        rows.append(row)
     return pd.DataFrame(rows)
