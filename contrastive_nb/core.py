@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import numbers
 import os
 import random
 import tempfile
@@ -17,8 +18,9 @@ import numpy as np
 import torch
 
 # %% auto #0
-__all__ = ['check_choice', 'check_range', 'check_int', 'embedding_matrix', 'seed_everything', 'get_device', 'atomic_write_bytes',
-           'atomic_write_text', 'atomic_write_json', 'atomic_write_parquet', 'read_json', 'file_sha256', 'new_run_dir']
+__all__ = ['check_choice', 'check_range', 'check_int', 'embedding_matrix', 'label_vector', 'seed_everything', 'get_device',
+           'batched_inference', 'atomic_write_bytes', 'atomic_write_text', 'atomic_write_json', 'atomic_write_parquet',
+           'read_json', 'file_sha256', 'new_run_dir']
 
 # %% ../nbs/00_core.ipynb #4de1845f
 def check_choice(name: str, value: Any, allowed: Iterable) -> Any:
@@ -28,12 +30,15 @@ def check_choice(name: str, value: Any, allowed: Iterable) -> Any:
         raise ValueError(f"`{name}` must be one of {allowed}; got {value!r}")
     return value
 
+
+# %% ../nbs/00_core.ipynb #fe38549f
 def check_range(name: str, value, low=None, high=None, low_inclusive=True, high_inclusive=True):
     "Raise `ValueError` unless `value` is a finite number within the given bounds; returns `value`."
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"`{name}` must be a number; got {value!r}") from None
+    if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.dtype == torch.bool:
+        value = value.item()
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.number)):
+        raise ValueError(f"`{name}` must be a real number; got {value!r} ({type(value).__name__})")
+    v = float(value)
     if not np.isfinite(v):
         raise ValueError(f"`{name}` must be finite; got {value!r}")
     lo_ok = low is None or (v >= low if low_inclusive else v > low)
@@ -45,6 +50,8 @@ def check_range(name: str, value, low=None, high=None, low_inclusive=True, high_
         raise ValueError(f"`{name}` must be in {interval}; got {value!r}")
     return value
 
+
+# %% ../nbs/00_core.ipynb #62c0cbd4
 def check_int(name: str, value, low=None, high=None) -> int:
     "Raise `ValueError` unless `value` is an integer (not bool) within `[low, high]`; returns it as `int`."
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
@@ -52,6 +59,8 @@ def check_int(name: str, value, low=None, high=None) -> int:
     check_range(name, value, low, high)
     return int(value)
 
+
+# %% ../nbs/00_core.ipynb #74bb8034
 def embedding_matrix(z, name: str = "z", dtype=np.float64, unit: bool = False) -> np.ndarray:
     """`z` (array or tensor) as a finite, non-empty `(n, d)` NumPy array of `dtype`; `unit=True` also refuses zero
     rows and returns the rows scaled to unit length (for cosine similarities). The one check every module uses."""
@@ -67,6 +76,51 @@ def embedding_matrix(z, name: str = "z", dtype=np.float64, unit: bool = False) -
             raise ValueError(f"`{name}` holds {int((norms == 0).sum())} zero vector(s): cosine similarity is undefined for them")
         z = z / norms
     return z
+
+
+# %% ../nbs/00_core.ipynb #fbec2a84
+def label_vector(labels,                  # list, NumPy array or tensor: one label per row
+                 n: int | None = None,    # the number of rows it must match (None: any length ≥ 1)
+                 name: str = "labels",    # the argument's name, for the error message
+                 low: int | None = 0,     # smallest class id allowed (None: any integer)
+                 integer: bool = True,    # class ids (True) or any categories (False)
+                ):
+    "`labels` as a checked 1-D vector: int64 class ids (a tensor stays a tensor on its device), or categories."
+    is_tensor = isinstance(labels, torch.Tensor)
+    if is_tensor:
+        arr = labels
+    else:
+        arr = np.asarray(labels.to_numpy() if hasattr(labels, "to_numpy") else labels)
+    shape = tuple(arr.shape)
+    if len(shape) != 1 or (n is None and shape[0] == 0):
+        raise ValueError(f"`{name}` must be a non-empty 1-D vector with one label per row; got shape {shape}")
+    if n is not None and shape[0] != n:
+        raise ValueError(f"`{name}` must have one label per row ({n}); got {shape[0]}")
+    if not integer:
+        import pandas as pd
+        miss = np.flatnonzero(pd.isna(arr.cpu().numpy() if is_tensor else arr))
+        if len(miss):
+            raise ValueError(f"`{name}` has {len(miss)} missing value(s), first at position {int(miss[0])}")
+        return arr
+    kind = str(arr.dtype)
+    if arr.dtype in (torch.bool, np.bool_) or kind == "bool":
+        raise ValueError(f"`{name}` must hold integer class ids; got booleans")
+    if not is_tensor and not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+        example = next((v for v in arr.tolist() if not isinstance(v, (int, float))), arr.tolist()[:1])
+        raise ValueError(f"`{name}` must hold integer class ids; got {arr.dtype} values such as {example!r}: map "
+                         f"names to ids first (e.g. `np.unique(names, return_inverse=True)`)")
+    floating = arr.is_floating_point() if is_tensor else np.issubdtype(arr.dtype, np.floating)
+    if floating:
+        bad = ~((arr == arr.round()) & (arr.isfinite() if is_tensor else np.isfinite(arr)))
+        if bool(bad.any()):
+            i = int(bad.nonzero()[0][0]) if is_tensor else int(np.flatnonzero(bad)[0])
+            raise ValueError(f"`{name}` must hold integer class ids; position {i} is {float(arr[i])!r}")
+    out = arr.long() if is_tensor else arr.astype(np.int64)
+    if low is not None and shape[0] and int(out.min()) < low:
+        i = int((out < low).nonzero()[0][0]) if is_tensor else int(np.flatnonzero(out < low)[0])
+        raise ValueError(f"`{name}` must hold class ids ≥ {low}; position {i} is {int(out[i])}")
+    return out
+
 
 # %% ../nbs/00_core.ipynb #91fbbbee
 def seed_everything(seed: int) -> int:
@@ -91,6 +145,29 @@ def get_device(device: str = "auto") -> torch.device:
             raise ValueError(f"`device` is {d!r} but CUDA is not available here; use 'auto' or 'cpu'")
         return torch.device(d)
     raise ValueError(f"`device` must be 'auto', 'cpu', 'cuda' or 'cuda:N'; got {device!r}")
+
+# %% ../nbs/00_core.ipynb #fc58ad20
+@torch.no_grad()
+def batched_inference(model: torch.nn.Module,   # put in eval mode for the call (its mode is restored)
+                      forward,                   # idx (int64 NumPy array) → a tensor (b, ...) or a tuple of them
+                      n: int,                    # number of rows: batches cover 0..n-1 in order
+                      batch_size: int = 512,     # rows per call of `forward`
+                     ):
+    "Outputs of `forward` over rows `0..n-1` in batches, no gradients, `model` in eval mode, concatenated on the CPU."
+    check_int("n", n, 1); check_int("batch_size", batch_size, 1)
+    was_training = model.training
+    model.eval()
+    try:
+        outs, single = [], True
+        for start in range(0, n, batch_size):
+            o = forward(np.arange(start, min(start + batch_size, n)))
+            single = not isinstance(o, (tuple, list))
+            outs.append((o,) if single else tuple(o))
+    finally:
+        model.train(was_training)
+    cpu = lambda t: (t.float() if t.is_floating_point() else t).cpu()
+    cat = [torch.cat([cpu(o[k]) for o in outs]) for k in range(len(outs[0]))]
+    return cat[0] if single else tuple(cat)
 
 # %% ../nbs/00_core.ipynb #215c4b4f
 def atomic_write_bytes(path, data: bytes) -> Path:
