@@ -85,7 +85,7 @@ def label_vector(labels,                  # list, NumPy array or tensor: one lab
                  low: int | None = 0,     # smallest class id allowed (None: any integer)
                  integer: bool = True,    # class ids (True) or any categories (False)
                 ):
-    "`labels` as a checked 1-D vector: int64 class ids (a tensor stays a tensor on its device), or categories."
+    "`labels` as a checked 1-D vector: int64 class ids (a tensor stays a tensor on its device), or categories (NumPy)."
     is_tensor = isinstance(labels, torch.Tensor)
     if is_tensor:
         arr = labels
@@ -98,7 +98,8 @@ def label_vector(labels,                  # list, NumPy array or tensor: one lab
         raise ValueError(f"`{name}` must have one label per row ({n}); got {shape[0]}")
     if not integer:
         import pandas as pd
-        miss = np.flatnonzero(pd.isna(arr.cpu().numpy() if is_tensor else arr))
+        arr = arr.detach().cpu().numpy() if is_tensor else arr
+        miss = np.flatnonzero(pd.isna(arr))
         if len(miss):
             raise ValueError(f"`{name}` has {len(miss)} missing value(s), first at position {int(miss[0])}")
         return arr

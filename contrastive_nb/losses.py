@@ -12,15 +12,32 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
-from .core import check_choice, check_range
+from .core import check_choice, check_range, label_vector
 
 # %% auto #0
-__all__ = ['sim_logsumexp', 'nt_xent', 'suncet', 'supcon', 'spread', 'binary_nce', 'NTXentLoss', 'SuNCEtLoss', 'SupConLoss',
-           'SpreadLoss', 'BinaryNCELoss', 'css_loss', 'domain_loss', 'class_loss', 'gather_with_grad']
+__all__ = ['NonFiniteInputError', 'sim_logsumexp', 'nt_xent', 'suncet', 'supcon', 'spread', 'binary_nce', 'NTXentLoss',
+           'SuNCEtLoss', 'SupConLoss', 'SpreadLoss', 'BinaryNCELoss', 'css_loss', 'domain_loss', 'class_loss',
+           'gather_with_grad']
 
 # %% ../nbs/03_losses.ipynb #28777e99
+class NonFiniteInputError(ValueError):
+    "A loss was given NaN or Inf (its value would be NaN); `.term` names the loss term when the engine knows it."
+    term: str | None = None
+
+_MIN_TEMPERATURE = 1e-4      # below this, cos/τ differences of float32 rounding (~1e-7) reach 1e-3 and more
+
+def _finite(x: torch.Tensor, name: str) -> torch.Tensor:
+    "Refuse NaN/Inf in `x` (one reduction), naming the first bad row."
+    bad = ~torch.isfinite(x)
+    if bool(bad.any()):
+        rows = bad.reshape(len(x), -1).any(1) if x.dim() else bad.reshape(1)
+        r = int(rows.nonzero()[0])
+        raise NonFiniteInputError(f"`{name}` row {r} holds NaN or Inf ({x[r].flatten()[bad[r].flatten()][0].item()}): "
+                                  f"the loss would be NaN")
+    return x
+
 def _as_embeddings(z, name: str) -> torch.Tensor:
-    "Validate `z: (n, d)` floating point; upcast half precision to float32."
+    "Validate `z: (n, d)` floating point and finite; upcast half precision to float32."
     if not isinstance(z, torch.Tensor):
         raise TypeError(f"`{name}` must be a torch.Tensor of shape (n, d); got {type(z).__name__}")
     if z.dim() != 2:
@@ -29,7 +46,7 @@ def _as_embeddings(z, name: str) -> torch.Tensor:
         raise ValueError(f"`{name}` must be a floating-point tensor; got dtype {z.dtype}")
     if z.dtype in (torch.float16, torch.bfloat16):
         z = z.float()
-    return z
+    return _finite(z, name)
 
 def _as_view_pair(z1, z2) -> tuple:
     "Validate two views `z1, z2: (N, d)` of the same items (same shape); upcast half precision."
@@ -39,18 +56,11 @@ def _as_view_pair(z1, z2) -> tuple:
     return z1, z2
 
 def _as_labels(labels, n: int, name: str = "labels") -> torch.Tensor:
-    "Validate integer `labels: (n,)` and map them to contiguous ids 0..K-1."
-    if not isinstance(labels, torch.Tensor):
-        labels = torch.as_tensor(labels)
-    if labels.dim() != 1 or labels.shape[0] != n:
-        raise ValueError(f"`{name}` must be a 1-D tensor with one label per embedding ({n}); "
-                         f"got shape {tuple(labels.shape)}")
-    if labels.is_floating_point() or labels.dtype == torch.bool:
-        raise ValueError(f"`{name}` must hold integer class ids; got dtype {labels.dtype}")
-    return torch.unique(labels, return_inverse=True)[1]
+    "Validate class ids `labels: (n,)` (`core.label_vector`) and map them to contiguous ids 0..K-1."
+    return torch.unique(torch.as_tensor(label_vector(labels, n, name, low=None)), return_inverse=True)[1]
 
 def _check_temperature(temperature):
-    check_range("temperature", temperature, 0, low_inclusive=False)
+    check_range("temperature", temperature, _MIN_TEMPERATURE)
     return float(temperature)
 
 def _graph_zero(*tensors) -> torch.Tensor:
@@ -244,6 +254,7 @@ def binary_nce(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor |
     if not isinstance(logits, torch.Tensor) or logits.dim() != 2 or not logits.is_floating_point():
         raise ValueError(f"`logits` must be a floating-point tensor of shape (B, c); got "
                          f"{getattr(logits, 'shape', type(logits).__name__)}")
+    _finite(logits, "logits")
     targets = torch.as_tensor(targets, device=logits.device)
     if targets.shape != logits.shape:
         raise ValueError(f"`targets` must have the shape of `logits` {tuple(logits.shape)}; got {tuple(targets.shape)}")
