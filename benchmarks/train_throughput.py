@@ -6,7 +6,7 @@ Both sides: ResNet-18 with the CIFAR stem, projection MLP 512-2048-128, NT-Xent 
 colour jitter 0.4/0.4/0.4/0.1 with p 0.8, grayscale p 0.2, normalisation, no blur).
 
 * contrastive_nb: un-augmented uint8 images in a tensor dataset -> `BatchViews` (kornia, on the device, per-image
-  parameters) -> the engine's update (`contrastive_nb.train._views_loss`, backward, step).
+  parameters) -> the engine's update (`contrastive_nb.train.views_loss`, backward, step).
 * lightly: `lightly.transforms.SimCLRTransform` on PIL images in DataLoader workers -> model -> `lightly.loss.NTXentLoss`.
 
 Reported: images/s (images = items per step, each seen in 2 views), and where the time goes (augmentation / data
@@ -37,7 +37,7 @@ def sync(dev):
 
 def bench_ours(images_u8, batch, steps, dev, amp):
     from contrastive_nb.augment import BatchViews
-    from contrastive_nb.train import LossTerm, _views_loss, make_optimizer
+    from contrastive_nb.train import LossTerm, make_optimizer, views_loss
     model = make_model().to(dev).train()
     opt = make_optimizer(model, "sgd", 0.3)
     views = BatchViews("cifar").to(dev)
@@ -48,12 +48,12 @@ def bench_ours(images_u8, batch, steps, dev, amp):
         idx = torch.randint(0, len(data), (batch,))
         t0 = time.perf_counter()
         x = data[idx].to(dev, non_blocking=True).float().div_(255)
-        # time the augmentation on its own (the engine makes the same two calls inside _views_loss)
+        # time the augmentation on its own (the engine makes the same two calls inside views_loss)
         with torch.no_grad():
             views(x); views(x)
         sync(dev); t1 = time.perf_counter()
         with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=amp and dev.type == "cuda"):
-            loss, _ = _views_loss(model, views, terms, x, None, 1)
+            loss, _ = views_loss(model, views, terms, x)
         opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
         sync(dev); t2 = time.perf_counter()
         if s > 0:

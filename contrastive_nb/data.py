@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, Sampler
 
-from .core import (atomic_write_json, check_choice, check_int, check_range, read_json)
+from .core import (atomic_write_json, check_choice, check_int, check_range, label_vector, read_json)
 
 # %% auto #0
 __all__ = ['TORCHVISION_DATASETS', 'CIFAR100_FINE_TO_COARSE', 'CIFAR100_SUPERCLASSES', 'COARSE_SCHEMES', 'BACKGROUNDS',
@@ -23,7 +23,7 @@ __all__ = ['TORCHVISION_DATASETS', 'CIFAR100_FINE_TO_COARSE', 'CIFAR100_SUPERCLA
            'csv_image_dataset', 'check_dataset', 'labeled_fraction_split', 'k_shot_split', 'long_tail_subsample',
            'noisy_labels', 'coarse_labels', 'coarse_u_subsample', 'spurious_digits', 'waterbirds_dataset',
            'labels_fingerprint', 'save_split_manifest', 'load_split_manifest', 'ClassStratifiedBatchSampler',
-           'CyclingIterator', 'paired_batches']
+           'EpochBatchSampler', 'CyclingIterator']
 
 # %% ../nbs/01_data.ipynb #47b92b4a
 class TensorImageDataset(Dataset):
@@ -31,9 +31,7 @@ class TensorImageDataset(Dataset):
     def __init__(self, images: torch.Tensor, targets, transform: Callable | None = None, classes=None):
         if images.dim() != 4:
             raise ValueError(f"`images` must be a 4-D tensor (n, C, H, W); got shape {tuple(images.shape)}")
-        targets = np.asarray(targets, dtype=np.int64)
-        if len(targets) != len(images):
-            raise ValueError(f"`targets` must have one label per image ({len(images)}); got {len(targets)}")
+        targets = label_vector(targets, len(images), "targets", low=-1)      # −1: an unlabeled item
         self.images, self.targets, self.transform = images, targets, transform
         self.classes = list(classes) if classes is not None else sorted(set(targets.tolist()))
     def __len__(self): return len(self.targets)
@@ -45,6 +43,8 @@ class TensorImageDataset(Dataset):
         idx = np.asarray(idx, dtype=np.int64)
         return TensorImageDataset(self.images[torch.as_tensor(idx)], self.targets[idx], self.transform, self.classes)
 
+
+# %% ../nbs/01_data.ipynb #4ab695ad
 def load_digits(split: str = "train", test_fraction: float = 0.2, seed: int = 0,
                 transform: Callable | None = None) -> TensorImageDataset:
     "scikit-learn's 8×8 digits as `(1, 8, 8)` float tensors in [0, 1]; `split` is 'train', 'test' or 'all'."
@@ -232,17 +232,9 @@ def check_dataset(ds, name: str = "dataset", num_classes: int | None = None, all
     return n
 
 # %% ../nbs/01_data.ipynb #89457ec9
-def _labels_array(labels, name="labels") -> np.ndarray:
-    arr = np.asarray(labels.cpu() if isinstance(labels, torch.Tensor) else labels)
-    if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"`{name}` must be a non-empty 1-D array of class ids; got shape {arr.shape}")
-    if not np.issubdtype(arr.dtype, np.integer):
-        raise ValueError(f"`{name}` must hold integer class ids; got dtype {arr.dtype}")
-    return arr.astype(np.int64)
-
 def labeled_fraction_split(labels, fraction: float, seed: int = 0):
     "Per-class stratified `(labeled_idx, unlabeled_idx)`: round(fraction·n_c) of each class, at least one."
-    y = _labels_array(labels)
+    y = label_vector(labels, low=None)
     check_range("fraction", fraction, 0, 1, low_inclusive=False)
     check_int("seed", seed, 0)
     rng = np.random.default_rng(seed)
@@ -258,7 +250,7 @@ def labeled_fraction_split(labels, fraction: float, seed: int = 0):
 # %% ../nbs/01_data.ipynb #23fb53d1
 def k_shot_split(labels, k: int, seed: int = 0) -> np.ndarray:
     "Indices of `k` items per class (all of a class that has fewer, with a warning)."
-    y = _labels_array(labels)
+    y = label_vector(labels, low=None)
     k = check_int("k", k, 1)
     check_int("seed", seed, 0)
     rng = np.random.default_rng(seed)
@@ -276,7 +268,7 @@ def k_shot_split(labels, k: int, seed: int = 0) -> np.ndarray:
 # %% ../nbs/01_data.ipynb #c7493bc0
 def long_tail_subsample(labels, imbalance_ratio: float, seed: int = 0, order=None) -> np.ndarray:
     "Indices of an exponentially long-tailed subsample; the head/tail count ratio is `imbalance_ratio` (≥ 1)."
-    y = _labels_array(labels)
+    y = label_vector(labels, low=None)
     check_range("imbalance_ratio", imbalance_ratio, 1)
     check_int("seed", seed, 0)
     classes = np.unique(y) if order is None else np.asarray(order)
@@ -294,7 +286,7 @@ def long_tail_subsample(labels, imbalance_ratio: float, seed: int = 0, order=Non
 def noisy_labels(labels, rate: float, seed: int = 0, kind: str = "symmetric", transition=None,
                  return_index: bool = False):
     "A copy of `labels` with exactly round(rate·N) labels changed to a different class."
-    y = _labels_array(labels)
+    y = label_vector(labels, low=None)
     check_range("rate", rate, 0, 1)
     check_int("seed", seed, 0)
     check_choice("kind", kind, ["symmetric", "pairflip", "transition"])
@@ -340,7 +332,7 @@ COARSE_SCHEMES = {
 def coarse_labels(labels, scheme: str) -> np.ndarray:
     "Map fine labels to coarse ones with a named `scheme` (see `COARSE_SCHEMES`)."
     check_choice("scheme", scheme, list(COARSE_SCHEMES))
-    y = _labels_array(labels)
+    y = label_vector(labels, low=None)
     table, _ = COARSE_SCHEMES[scheme]
     if y.min() < 0 or y.max() >= len(table):
         raise ValueError(f"`labels` must be fine class ids in [0, {len(table) - 1}] for scheme {scheme!r}")
@@ -350,7 +342,7 @@ def coarse_labels(labels, scheme: str) -> np.ndarray:
 def coarse_u_subsample(fine_labels, scheme: str = "cifar100_superclasses", keep=(500, 250, 100, 50, 50),
                        seed: int = 0) -> np.ndarray:
     "Indices keeping `keep[r]` items of the fine class ranked `r` (by class index) inside each coarse class."
-    y = _labels_array(fine_labels, "fine_labels")
+    y = label_vector(fine_labels, name="fine_labels", low=None)
     coarse = coarse_labels(y, scheme)
     keep = [check_int("keep", k, 0) for k in keep]
     rng = np.random.default_rng(seed)
@@ -413,13 +405,13 @@ def waterbirds_dataset(root, split: str = "train", transform: Callable | None = 
 def labels_fingerprint(labels) -> str:
     "SHA-256 (first 16 hex digits) of the label array: identifies the dataset order a split refers to."
     import hashlib
-    return hashlib.sha256(_labels_array(labels).tobytes()).hexdigest()[:16]
+    return hashlib.sha256(label_vector(labels, low=None).tobytes()).hexdigest()[:16]
 
 def save_split_manifest(path, labels, splits: dict, **params) -> Path:
     "Write `splits` (name → index array) with `params` and the labels' fingerprint to `path` as JSON."
     if not isinstance(splits, dict) or not splits:
         raise ValueError("`splits` must be a non-empty dict of name → index array")
-    n = len(_labels_array(labels))
+    n = len(label_vector(labels, low=None))
     out = {}
     for k, v in splits.items():
         v = np.asarray(v, dtype=np.int64)
@@ -444,7 +436,7 @@ class ClassStratifiedBatchSampler(Sampler):
     "Batches of `classes_per_batch` classes × `items_per_class` items (with replacement only when a class is short)."
     def __init__(self, labels, classes_per_batch: int, items_per_class: int, batches_per_epoch: int | None = None,
                  seed: int = 0, rank: int = 0):
-        self.labels = _labels_array(labels)
+        self.labels = label_vector(labels, low=None)
         self.classes = np.unique(self.labels)
         self.classes_per_batch = check_int("classes_per_batch", classes_per_batch, 1, len(self.classes))
         self.items_per_class = check_int("items_per_class", items_per_class, 1)
@@ -486,6 +478,27 @@ class ClassStratifiedBatchSampler(Sampler):
             raise ValueError(f"sampler state was saved with seed {state.get('seed')}, this sampler has seed {self.seed}")
         self.epoch, self.position = int(state["epoch"]), int(state["position"])
 
+# %% ../nbs/01_data.ipynb #4fbdcb35
+class EpochBatchSampler(Sampler):
+    "Shuffled batches of `batch_size` indices per rank, drop-last, deterministic in `(seed, epoch)`; resumable."
+    def __init__(self, n: int, batch_size: int, seed: int = 0, rank: int = 0, world_size: int = 1):
+        self.n, self.batch_size = check_int("n", n, 1), check_int("batch_size", batch_size, 1)
+        self.seed, self.rank, self.world = check_int("seed", seed, 0), check_int("rank", rank, 0), check_int("world_size", world_size, 1)
+        if n < batch_size * world_size:
+            raise ValueError(f"`batch_size` × world size ({batch_size} × {world_size}) is larger than the dataset ({n})")
+        self.epoch, self.position = 0, 0
+    def __len__(self): return self.n // (self.batch_size * self.world)
+    def set_epoch(self, epoch: int): self.epoch, self.position = epoch, 0
+    def __iter__(self):
+        perm = np.random.default_rng([self.seed, self.epoch]).permutation(self.n)
+        gb = self.batch_size * self.world
+        while self.position < len(self):
+            s = self.position * gb + self.rank * self.batch_size
+            self.position += 1
+            yield perm[s:s + self.batch_size].tolist()
+    def state_dict(self): return {"epoch": self.epoch, "position": self.position}
+    def load_state_dict(self, st): self.epoch, self.position = int(st["epoch"]), int(st["position"])
+
 # %% ../nbs/01_data.ipynb #7b93904f
 class CyclingIterator:
     "Endless batches from `loader`: a new pass begins whenever one ends. The first pass starts at construction."
@@ -503,8 +516,3 @@ class CyclingIterator:
             except StopIteration:
                 raise ValueError(f"the {self.name} loader yields no batches") from None
 
-def paired_batches(unlabeled, labeled=None):
-    "Yield `(unlabeled_batch, labeled_batch_or_None)` for one pass over `unlabeled`, cycling `labeled`."
-    lab = CyclingIterator(labeled) if labeled is not None else None
-    for ub in unlabeled:
-        yield ub, (next(lab) if lab is not None else None)

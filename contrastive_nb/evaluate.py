@@ -17,7 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .core import check_choice, check_int, check_range, atomic_write_parquet
+from .core import atomic_write_parquet, batched_inference, check_choice, check_int, check_range
+from .train import fit_epochs
 
 # %% auto #0
 __all__ = ['compute_embeddings', 'embedding_table', 'table_embeddings', 'save_embedding_table', 'load_embedding_table',
@@ -25,23 +26,17 @@ __all__ = ['compute_embeddings', 'embedding_table', 'table_embeddings', 'save_em
            'ap_by_bin', 'paired_difference', 'paired_table']
 
 # %% ../nbs/07_evaluate.ipynb #08d9c7ae
-@torch.no_grad()
 def compute_embeddings(encoder: nn.Module, images, batch_size: int = 512, device=None) -> torch.Tensor:
     "Encoder features `(n, d)` (float32, CPU) of `images`: a tensor `(n, C, H, W)` or a dataset of `(x, y)`."
     check_int("batch_size", batch_size, 1)
     device = device or next(encoder.parameters()).device
-    was_training = encoder.training
-    encoder.eval()
-    out = []
+    if len(images) == 0:
+        return torch.empty(0)
     if isinstance(images, torch.Tensor):
-        for i in range(0, len(images), batch_size):
-            out.append(encoder(images[i:i + batch_size].to(device)).float().cpu())
+        batch = lambda idx: images[idx]
     else:
-        loader = torch.utils.data.DataLoader(images, batch_size=batch_size, shuffle=False)
-        for x, _ in loader:
-            out.append(encoder(x.to(device)).float().cpu())
-    encoder.train(was_training)
-    return torch.cat(out) if out else torch.empty(0)
+        batch = lambda idx: torch.stack([images[int(i)][0] for i in idx])
+    return batched_inference(encoder, lambda idx: encoder(batch(idx).to(device)), len(images), batch_size)
 
 # %% ../nbs/07_evaluate.ipynb #7e389d0d
 def embedding_table(embeddings, ids=None, split="test", labels=None, **columns) -> pd.DataFrame:
@@ -147,21 +142,13 @@ def fine_tune(encoder: nn.Module, train_x: torch.Tensor, train_y, test_x: torch.
     feat_dim = getattr(enc, "feature_dim", None) or enc(train_x[:2].to(device)).shape[1]
     model = nn.Sequential(enc, LinearClassifier(feat_dim, C, zero_init=True)).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, nesterov=True, weight_decay=0.0)
-    steps_per_epoch = max(1, math.ceil(len(ty) / batch_size))
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs * steps_per_epoch)
-    g = torch.Generator().manual_seed(seed)
-    for _ in range(epochs):
-        perm = torch.randperm(len(ty), generator=g)
-        for i in range(0, len(ty), batch_size):
-            idx = perm[i:i + batch_size]
-            if len(idx) < 2: continue            # batch norm needs two items
-            x = train_x[idx].to(device)
-            x = augment(x) if augment is not None else x
-            loss = F.cross_entropy(model(x), ty[idx].to(device))
-            opt.zero_grad(); loss.backward(); opt.step(); sched.step()
-    model.eval()
-    with torch.no_grad():
-        scores = torch.cat([model(test_x[i:i + 512].to(device)).float().cpu() for i in range(0, len(test_x), 512)])
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs * max(1, math.ceil(len(ty) / batch_size)))
+    def batch_loss(idx):
+        x = train_x[idx].to(device)
+        return F.cross_entropy(model(augment(x) if augment is not None else x), ty[idx].to(device))
+    fit_epochs(model, opt, len(ty), epochs, batch_size, torch.Generator().manual_seed(seed), batch_loss,
+               scheduler=sched, min_batch=2)                                   # batch norm needs two items
+    scores = batched_inference(model, lambda idx: model(test_x[idx].to(device)), len(test_x), 512)
     return topk_accuracy(scores, test_y)
 
 # %% ../nbs/07_evaluate.ipynb #2eed26ea

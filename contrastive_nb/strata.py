@@ -13,22 +13,21 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .core import check_choice, check_int, check_range, embedding_matrix, get_device
+from .core import (batched_inference, check_choice, check_int, check_range, embedding_matrix, get_device,
+                                 label_vector)
+from .train import Hook, Projections, fit_epochs
 
 # %% auto #0
-__all__ = ['centre_similarity', 'collapse_metrics', 'collapse_summary', 'correct_noisy_labels', 'recover_strata', 'strata_f1',
-           'GroupDROLoss', 'train_classifier', 'predict', 'bucket_coreset', 'random_coreset', 'forgetting_counts',
-           'forgetting_coreset']
+__all__ = ['centre_similarity', 'collapse_metrics', 'collapse_summary', 'correct_noisy_labels', 'LabelCorrection',
+           'recover_strata', 'strata_f1', 'GroupDROLoss', 'train_classifier', 'predict', 'bucket_coreset',
+           'random_coreset', 'forgetting_counts', 'forgetting_coreset']
 
 # %% ../nbs/10_strata.ipynb #3d5457f1
 def _unit_rows(z, name="z") -> torch.Tensor:
     return torch.from_numpy(embedding_matrix(z, name, unit=True))
 
 def _labels_for(labels, n, name="labels") -> np.ndarray:
-    y = np.asarray(labels.detach().cpu() if isinstance(labels, torch.Tensor) else labels)
-    if y.shape != (n,):
-        raise ValueError(f"`{name}` must have one label per row of z ({n}); got shape {y.shape}")
-    return y
+    return label_vector(labels, n, name, integer=False)          # any categories: classes, strata, groups
 
 def centre_similarity(z, labels) -> np.ndarray:
     "Each point's cosine similarity to its class centre (the mean of the class's unit vectors): `(n,)` in [-1, 1]."
@@ -98,6 +97,25 @@ def correct_noisy_labels(z, labels, rate: float):
         out = y.clone()
         out[flagged] = classes[(u[flagged] @ centres.T).argmax(1)]
     return (out.cpu().numpy(), flagged.cpu().numpy()) if as_numpy else (out, flagged)
+
+# %% ../nbs/10_strata.ipynb #3b99a0c5
+class LabelCorrection(Hook):
+    "Engine hook: correct the `rate` share of each batch's labels (App. E.3.2) before the loss terms see them."
+    def __init__(self, rate: float,                 # share of each batch flagged and relabelled, in [0, 1)
+                 from_epoch: int = 0,               # first 0-based epoch it acts in
+                 loader: str | None = None,         # only batches of this loader ('unlabeled'/'labeled'; None: both)
+                ):
+        self.rate = float(check_range("rate", rate, 0, 1, high_inclusive=False))
+        self.from_epoch = check_int("from_epoch", from_epoch, 0)
+        self.loader = None if loader is None else check_choice("loader", loader, ["unlabeled", "labeled"])
+    def before_terms(self, p: Projections, terms: list):
+        if p.labels is None or (p.epoch is not None and p.epoch < self.from_epoch):
+            return
+        if self.loader is not None and not any(t.loader == self.loader for t in terms):
+            return
+        with torch.no_grad():
+            u = F.normalize(p.z1.detach().float(), dim=1) + F.normalize(p.z2.detach().float(), dim=1)
+            p.labels = correct_noisy_labels(u, p.labels, self.rate)[0]
 
 # %% ../nbs/10_strata.ipynb #e8f332a6
 def recover_strata(z, labels, max_k: int = 5, min_silhouette: float = 0.1, reduce: str | None = "umap",
@@ -199,33 +217,24 @@ def train_classifier(model: nn.Module, x: torch.Tensor, y, groups=None, objectiv
     torch.manual_seed(seed)
     model = model.to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=weight_decay)
-    steps = max(1, math.ceil(len(yt) / batch_size))
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs * steps)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs * max(1, math.ceil(len(yt) / batch_size)))
     dro = GroupDROLoss(int(gt.max()) + 1, eta).to(dev) if gt is not None else None
-    gen = torch.Generator().manual_seed(seed)
+    def batch_loss(idx):
+        xb = x[idx].to(dev); xb = augment(xb) if augment is not None else xb
+        losses = F.cross_entropy(model(xb), yt[idx].to(dev), reduction="none")
+        return dro(losses, gt[idx].to(dev)) if dro is not None else losses.mean()
     correct = []
-    for _ in range(epochs):
-        model.train()
-        perm = torch.randperm(len(yt), generator=gen)
-        for i in range(0, len(yt), batch_size):
-            idx = perm[i:i + batch_size]
-            if len(idx) < 2: continue                       # batch norm needs two items
-            xb = x[idx].to(dev); xb = augment(xb) if augment is not None else xb
-            losses = F.cross_entropy(model(xb), yt[idx].to(dev), reduction="none")
-            loss = dro(losses, gt[idx].to(dev)) if dro is not None else losses.mean()
-            opt.zero_grad(set_to_none=True); loss.backward(); opt.step(); sched.step()
-        if track_correct:
-            correct.append(predict(model, x, device=dev) == yt.numpy())
+    track = (lambda rec: correct.append(predict(model, x, device=dev) == yt.numpy())) if track_correct else None
+    fit_epochs(model, opt, len(yt), epochs, batch_size, torch.Generator().manual_seed(seed), batch_loss,
+               after_epoch=track, scheduler=sched, min_batch=2)                 # batch norm needs two items
     info = {"group_weights": dro.q.cpu().numpy() if dro is not None else None}
     if track_correct: info["correct"] = np.stack(correct)
     return model, info
 
-@torch.no_grad()
 def predict(model: nn.Module, x: torch.Tensor, batch_size: int = 1024, device=None) -> np.ndarray:
-    "Arg-max class of `model(x)` in eval mode, in batches."
+    "Arg-max class of `model(x)` in eval mode, in batches (the model's mode is restored)."
     dev = device or next(model.parameters()).device
-    model.eval()
-    return torch.cat([model(x[i:i + batch_size].to(dev)).argmax(1).cpu() for i in range(0, len(x), batch_size)]).numpy()
+    return batched_inference(model, lambda idx: model(x[idx].to(dev)).argmax(1), len(x), batch_size).numpy()
 
 # %% ../nbs/10_strata.ipynb #0533156b
 def _class_quotas(y: np.ndarray, size: int) -> dict:
