@@ -138,7 +138,7 @@ def fine_tune(encoder: nn.Module,                # pre-trained encoder: copied, 
               batch_size: int = 256,
               lr=0.05,                           # initial learning rate (cosine to 0); a list: each tried, best on validation
               momentum: float = 0.9,             # Nesterov
-              augment: Callable | None = None,   # device batch → augmented batch (App. A: crop/flip), None: none
+              augment=None,                      # device batch → augmented batch (App. A: crop/flip), None: none; a list: each tried
               seed: int = 0,
               device=None,
               val_x: torch.Tensor | None = None,   # validation images: the epoch (and lr) with the best top-1 is kept
@@ -148,22 +148,28 @@ def fine_tune(encoder: nn.Module,                # pre-trained encoder: copied, 
              ) -> dict:
     """Fine-tune a copy of `encoder` + a zero-initialised linear head on `(train_x, train_y)` (suncet.txt App. A).
 
-    Returns test `top1`/`top5` (when `test_x` is given), `val_top1`, `best_epoch` (the epoch whose weights were kept:
-    best validation top-1, else the last), the chosen `lr`, `updates` and `flops` (forward + backward of every
-    update of every learning rate tried, measured) and the per-epoch `history` of the chosen run (loss, cumulative
-    `updates` and `flops`, and `val_top1` where it was scored). Test is scored once, after the selection."""
+    `lr` and `augment` may be lists: every combination is fine-tuned and the best on validation kept (ties: the first,
+    learning rates varying fastest). Returns test `top1`/`top5` (when `test_x` is given), `val_top1`, `best_epoch`
+    (the epoch whose weights were kept: best validation top-1, else the last), the chosen `lr` and `augment_index`,
+    `updates` and `flops` (forward + backward of every update of every combination tried, measured) and the
+    per-epoch `history` of the chosen run (loss, cumulative `updates` and `flops`, and `val_top1` where it was
+    scored). Test is scored once, after the selection."""
     from contrastive_nb.compute import FlopLedger
     from contrastive_nb.models import LinearClassifier
     check_int("epochs", epochs, 1); check_int("batch_size", batch_size, 1); check_int("val_every", val_every, 1)
     lrs = list(lr) if isinstance(lr, (list, tuple)) else [lr]
-    if not lrs:
-        raise ValueError("`lr` must be a number or a non-empty list of numbers")
+    augs = list(augment) if isinstance(augment, (list, tuple)) else [augment]
+    if not lrs or not augs:
+        raise ValueError("`lr` and `augment` must be single values or non-empty lists")
     for v in lrs:
         check_range("lr", v, 0, low_inclusive=False)
+    for a in augs:
+        if a is not None and not callable(a):
+            raise ValueError(f"`augment` must be a function of a batch (or None); got {type(a).__name__}")
     if (val_x is None) != (val_y is None) or (test_x is None) != (test_y is None):
         raise ValueError("give `val_x` with `val_y` and `test_x` with `test_y` (or neither of a pair)")
-    if len(lrs) > 1 and val_x is None:
-        raise ValueError("several learning rates need `val_x`/`val_y` to choose among them")
+    if len(lrs) * len(augs) > 1 and val_x is None:
+        raise ValueError("several learning rates or augmentations need `val_x`/`val_y` to choose among them")
     device = device or next(encoder.parameters()).device
     ty = torch.as_tensor(np.asarray(train_y), dtype=torch.long)
     if len(ty) != len(train_x):
@@ -173,7 +179,8 @@ def fine_tune(encoder: nn.Module,                # pre-trained encoder: copied, 
     flops0, updates0 = ledger.total, ledger.updates
     has_val = val_x is not None
 
-    def run(lr):                               # one fine-tuning at `lr`: the model at its selected epoch
+    def run(lr, k):                            # one fine-tuning at `lr` with augmentation `k`: the model at its selected epoch
+        augment = augs[k]
         enc = copy.deepcopy(encoder).to(device).train()
         feat_dim = getattr(enc, "feature_dim", None) or enc(train_x[:2].to(device)).shape[1]
         model = nn.Sequential(enc, LinearClassifier(feat_dim, C, zero_init=True)).to(device)
@@ -200,14 +207,14 @@ def fine_tune(encoder: nn.Module,                # pre-trained encoder: copied, 
         if best["state"] is not None:
             model.load_state_dict(best["state"])
         history = [{k: v for k, v in h.items() if not (k == "val_top1" and math.isnan(v))} for h in r["history"]]
-        return {"model": model, "lr": lr, "val_top1": best["val_top1"] if has_val else None,
+        return {"model": model, "lr": lr, "augment_index": k, "val_top1": best["val_top1"] if has_val else None,
                 "best_epoch": best["epoch"], "history": history}
 
     def scores(model, x): return batched_inference(model, lambda idx: model(x[idx].to(device)), len(x), 512)
-    tried = [run(v) for v in lrs]
+    tried = [run(v, k) for k in range(len(augs)) for v in lrs]
     chosen = max(tried, key=lambda t: t["val_top1"]) if has_val else tried[0]     # ties: the first lr
     out = topk_accuracy(scores(chosen["model"], test_x), test_y) if test_x is not None else {}
-    out.update({k: chosen[k] for k in ("val_top1", "best_epoch", "lr", "history")},
+    out.update({k: chosen[k] for k in ("val_top1", "best_epoch", "lr", "augment_index", "history")},
                updates=ledger.updates - updates0, flops=ledger.total - flops0)
     return out
 
