@@ -31,6 +31,11 @@ browser:
 	@test -x $(CHROMIUM) || { echo "no Chromium at $(CHROMIUM): install Debian's chromium or set CHROMIUM=/path"; exit 1; }
 
 ## All tests: library/notebook sync, every notebook's checks (nbdev_test), pytest (the browser test included).
+## One BLAS/OpenMP thread per process: the tests run tiny models two at a time, and two processes of two spinning
+## threads each on two cores made them 5-7x slower (measured: a 15-update fit took 11.3 s of CPU with 2 threads
+## under load, 1.6 s with 1).
+test: export OMP_NUM_THREADS = 1
+test: export MKL_NUM_THREADS = 1
 test: setup browser
 	$(PY) -m pytest -q tests/test_export_sync.py
 	nbdev_test --n_workers 2 --timing --skip_folder_re "^([_.]|tutorials$$)"
