@@ -20,7 +20,12 @@ __all__ = ['CIFAR_MEAN', 'CIFAR_STD', 'simclr_transform', 'digits_transform', 'e
 # %% ../nbs/02_augment.ipynb #e6d8395d
 CIFAR_MEAN, CIFAR_STD = (0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)
 
-def simclr_transform(size: int = 32, strength: float = 0.5, normalize: bool = True, blur: bool = False) -> Callable:
+def simclr_transform(
+    size: int = 32,           # side of the square output crop, in pixels
+    strength: float = 0.5,    # colour-jitter strength s ≥ 0: jitter (0.8s, 0.8s, 0.8s, 0.2s); SimCLR's CIFAR value is 0.5
+    normalize: bool = True,   # normalise with the CIFAR-10 channel mean and std
+    blur: bool = False,       # add Gaussian blur with p = 0.5 (SimCLR's ImageNet recipe; off for CIFAR)
+) -> Callable:                # PIL image or uint8/float tensor → float tensor `(3, size, size)`
     "SimCLR view for colour images (PIL or uint8/float tensors) → float tensor `(3, size, size)`."
     check_range("strength", strength, 0)
     s = strength
@@ -33,7 +38,10 @@ def simclr_transform(size: int = 32, strength: float = 0.5, normalize: bool = Tr
         ops.append(T.Normalize(CIFAR_MEAN, CIFAR_STD))
     return T.Compose(ops)
 
-def digits_transform(size: int = 8, noise: float = 0.05) -> Callable:
+def digits_transform(
+    size: int = 8,        # side of the output, in pixels (the digits are 8×8)
+    noise: float = 0.05,  # std of the Gaussian pixel noise added last (0: none); pixels stay in [0, 1]
+) -> Callable:            # `(1, H, W)` float in [0, 1] → `(1, size, size)` float in [0, 1]
     "A view for small grayscale digits: `(1, H, W)` float in [0, 1] → same shape, no flips."
     check_range("noise", noise, 0)
     return T.Compose([T.ToImage(), T.ToDtype(torch.float32, scale=True),
@@ -42,7 +50,10 @@ def digits_transform(size: int = 8, noise: float = 0.05) -> Callable:
                       T.RandomApply([T.ColorJitter(brightness=0.4, contrast=0.4)], p=0.8),
                       T.GaussianNoise(sigma=noise, clip=True) if noise > 0 else T.Identity()])
 
-def eval_transform(kind: str = "digits", normalize: bool = True) -> Callable:
+def eval_transform(
+    kind: str = "digits",    # "digits" or "cifar": which training recipe the evaluation matches
+    normalize: bool = True,  # with `kind="cifar"`, normalise with the CIFAR-10 mean and std
+) -> Callable:               # image → float tensor `(C, H, W)`, deterministic
     "The deterministic transform for evaluation: tensor conversion (and CIFAR normalisation for 'cifar')."
     check_choice("kind", kind, ["digits", "cifar"])
     ops = [T.ToImage(), T.ToDtype(torch.float32, scale=True)]
@@ -52,7 +63,10 @@ def eval_transform(kind: str = "digits", normalize: bool = True) -> Callable:
 
 class TwoViewDataset(Dataset):
     "Wrap a dataset of `(x, y)`: yields `(view1, view2, y, index)` with two independent draws of `transform`."
-    def __init__(self, dataset, transform: Callable):
+    def __init__(self,
+                 dataset,              # a dataset of `(x, y)`: images (PIL or tensors) and labels
+                 transform: Callable,  # the random view, drawn twice per item (e.g. `digits_transform()`)
+                 ):
         self.dataset, self.transform = dataset, transform
         self.targets = getattr(dataset, "targets", None)
     def __len__(self): return len(self.dataset)
@@ -63,7 +77,12 @@ class TwoViewDataset(Dataset):
 # %% ../nbs/02_augment.ipynb #06f5d2f3
 class BatchViews(nn.Module):
     "Batched SimCLR augmentation on a `(B, C, H, W)` float tensor in [0, 1], on its own device (kornia)."
-    def __init__(self, kind: str = "cifar", size: int | None = None, strength: float = 0.5, normalize: bool = True):
+    def __init__(self,
+                 kind: str = "cifar",     # "cifar" (SimCLR's 32-px colour recipe) or "digits" (8-px, no flips)
+                 size: int | None = None, # output side in pixels (default 32 for "cifar", 8 for "digits")
+                 strength: float = 0.5,   # colour-jitter strength s ≥ 0 of the "cifar" recipe
+                 normalize: bool = True,  # "cifar": normalise with the CIFAR-10 mean and std
+                 ):
         super().__init__()
         import kornia.augmentation as K
         check_choice("kind", kind, ["cifar", "digits"])

@@ -17,13 +17,18 @@ from torch.utils.flop_counter import FlopCounterMode
 __all__ = ['count_flops', 'measure_update_flops', 'paper_rule_check', 'FlopLedger', 'flops_to_reach', 'compute_saved']
 
 # %% ../nbs/06_compute.ipynb #5bf9ff16
-def count_flops(fn: Callable) -> int:
+def count_flops(
+    fn: Callable,  # called once with no arguments; every matmul/conv it runs is counted
+) -> int:          # FLOPs, 2 per multiply-accumulate
     "FLOPs (matmul/conv, 2 per MAC) counted while `fn()` runs."
     with FlopCounterMode(display=False) as m:
         fn()
     return int(m.get_total_flops())
 
-def measure_update_flops(model: nn.Module, loss_fn: Callable[[nn.Module], torch.Tensor]) -> dict:
+def measure_update_flops(
+    model: nn.Module,                               # the model; a deep copy is measured, `model` is not touched
+    loss_fn: Callable[[nn.Module], torch.Tensor],   # `loss_fn(m)` → the scalar loss of one update of `m`
+) -> dict:                                          # `{'forward': FLOPs, 'backward': FLOPs}`
     "`{'forward': …, 'backward': …}` FLOPs of one update `loss_fn(model).backward()`, measured on a copy of `model`."
     m = copy.deepcopy(model)
     devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
@@ -34,7 +39,10 @@ def measure_update_flops(model: nn.Module, loss_fn: Callable[[nn.Module], torch.
     return {"forward": fwd, "backward": bwd}
 
 # %% ../nbs/06_compute.ipynb #80836f9a
-def paper_rule_check(model: nn.Module, x: torch.Tensor) -> dict:
+def paper_rule_check(
+    model: nn.Module,  # the model to measure
+    x: torch.Tensor,   # one input batch
+) -> dict:             # measured forward/backward FLOPs, the paper's rule (3 × forward) and their ratio
     "Compare suncet.txt App. C's rule (forward MACs × 2 × 3) with measured forward + backward FLOPs."
     f = measure_update_flops(model, lambda m: m(x).float().sum())
     rule = 3 * f["forward"]                     # forward FLOPs are already MACs × 2
@@ -50,8 +58,13 @@ class FlopLedger:
         self.updates = 0
         self._per_update: dict[tuple, dict] = {}
 
-    def charge(self, loader: str, terms: str, shape_key: tuple, model: nn.Module,
-               loss_fn: Callable[[nn.Module], torch.Tensor]) -> dict:
+    def charge(self,
+               loader: str,        # which loader the batch came from ("unlabeled", "labeled")
+               terms: str,         # the loss terms computed on it, joined (e.g. "nt_xent+suncet")
+               shape_key: tuple,   # the batch's shapes: an update is measured once per distinct key
+               model: nn.Module,   # the model being trained (measured on a copy)
+               loss_fn: Callable[[nn.Module], torch.Tensor],  # `loss_fn(m)` → this update's loss for `loader`
+               ) -> dict:          # this update's `{'forward', 'backward'}` FLOPs for `loader`
         "Add one update's FLOPs for `loader` (measured on first sight of this `(loader, terms, shape_key)`)."
         key = (loader, terms, tuple(shape_key))
         if key not in self._per_update:
@@ -80,7 +93,11 @@ class FlopLedger:
         self._per_update = {(k[0], k[1], tuple(k[2])): dict(v) for k, v in state["per_update"]}
 
 # %% ../nbs/06_compute.ipynb #40fe41cf
-def flops_to_reach(history: list, metric: str, target: float) -> dict | None:
+def flops_to_reach(
+    history: list,   # per-evaluation records with `epoch`, `updates`, `flops` and the metric (`fit`'s history)
+    metric: str,     # the key of the metric in each record
+    target: float,   # the value to reach (≥)
+) -> dict | None:    # the first record reaching it, `{'epoch', 'updates', 'flops', 'value'}`, or None
     "First record whose `metric` ≥ `target`: `{'epoch', 'updates', 'flops', 'value'}`; None if never reached."
     for h in history:
         v = h.get(metric)
@@ -88,7 +105,11 @@ def flops_to_reach(history: list, metric: str, target: float) -> dict | None:
             return {"epoch": h["epoch"], "updates": h["updates"], "flops": h["flops"], "value": v}
     return None
 
-def compute_saved(baseline: list, method: list, metric: str) -> dict:
+def compute_saved(
+    baseline: list,  # the baseline's history (e.g. SimCLR's)
+    method: list,    # the method's history (e.g. SimCLR + SuNCEt's)
+    metric: str,     # the metric both histories record (e.g. "val/linear_acc")
+) -> dict:           # the target (baseline's best), both runs' FLOPs and updates to reach it, what the method saves
     "Compute `method` saves to reach `baseline`'s best `metric` (suncet.txt Fig. 1d); `reached=False` if it never does."
     vals = [h[metric] for h in baseline if h.get(metric) is not None]
     if not vals:

@@ -13,7 +13,11 @@ import torch
 # %% ../nbs/03a_reference.ipynb #dbab02fa
 def _cos(a, b): return (a @ b) / (a.norm() * b.norm())
 
-def ref_nt_xent(z1, z2, tau):
+def ref_nt_xent(
+    z1,   # `(N, d)` embeddings of the first views
+    z2,   # `(N, d)` embeddings of the second views (row i is the partner of row i of `z1`)
+    tau,  # temperature τ > 0
+):        # scalar float64 tensor: Eq. 1 of suncet.txt averaged over the 2N anchors
     Z = [z for z in torch.cat([z1, z2]).double()]
     n = len(z1); terms = []
     for i in range(2 * n):
@@ -23,7 +27,11 @@ def ref_nt_xent(z1, z2, tau):
         terms.append(-torch.log(num / den))
     return sum(terms) / len(terms)
 
-def ref_suncet(z, y, tau):
+def ref_suncet(
+    z,    # `(M, d)` embeddings of labeled views
+    y,    # `(M,)` class labels
+    tau,  # temperature τ > 0
+):        # scalar float64 tensor (Eq. 2 of suncet.txt over anchors with a same-class sample), or None if none has one
     Z = [v for v in z.double()]; terms = []
     for i in range(len(Z)):
         same = [j for j in range(len(Z)) if j != i and y[j] == y[i]]
@@ -33,7 +41,12 @@ def ref_suncet(z, y, tau):
         terms.append(-torch.log(num / den))
     return sum(terms) / len(terms) if terms else None
 
-def ref_supcon(z, y, tau, variant):
+def ref_supcon(
+    z,        # `(M, d)` embeddings
+    y,        # `(M,)` class labels
+    tau,      # temperature τ > 0
+    variant,  # "out" (mean of log-probabilities over positives) or "in" (log of their mean)
+):            # scalar float64 tensor over anchors with a positive, or None if none has one
     Z = [v for v in z.double()]; terms = []
     for i in range(len(Z)):
         P = [p for p in range(len(Z)) if p != i and y[p] == y[i]]
@@ -44,7 +57,13 @@ def ref_supcon(z, y, tau, variant):
         else:                terms.append(-torch.log(sum(probs) / len(P)))
     return sum(terms) / len(terms) if terms else None
 
-def ref_spread(z1, z2, y, tau, alpha):
+def ref_spread(
+    z1,     # `(N, d)` embeddings of the first views
+    z2,     # `(N, d)` embeddings of the second views
+    y,      # `(N,)` class labels of the N items
+    tau,    # temperature τ > 0
+    alpha,  # weight α of L_attract; 1 − α weighs L_repel (*Perfectly Balanced* Eq. 1)
+):          # scalar float64 tensor averaged over the 2N views
     Z = [v for v in torch.cat([z1, z2]).double()]; Y = list(y) + list(y); n = len(z1); terms = []
     sig = lambda i, j: _cos(Z[i], Z[j]) / tau
     for i in range(2 * n):
@@ -56,7 +75,10 @@ def ref_spread(z1, z2, y, tau, alpha):
         terms.append(alpha * att + (1 - alpha) * rep)
     return sum(terms) / len(terms)
 
-def ref_binary_nce(logits, targets):
+def ref_binary_nce(
+    logits,   # `(n, c)` scores of the c (text, label) pairs of each of n instances
+    targets,  # `(n, c)` 1 for a positive pair, 0 for a negative one
+):            # float: CLESS Eq. 6, mean binary cross-entropy over the pairs, then over instances
     per = []
     for i in range(logits.shape[0]):
         c = logits.shape[1]; acc = 0
@@ -72,7 +94,14 @@ def _f(a, b, tau): return _cos(a, b) / tau
 
 def _lse(vals): return torch.log(sum(torch.exp(v) for v in vals))
 
-def ref_css(x, y, o, P, N, tau):
+def ref_css(
+    x,    # `(n, d)` representations of the labeled instances
+    y,    # `(n,)` their labels
+    o,    # `(M, d)` representations of the corpus rows
+    P,    # `P[i]`: rows of `o` retrieved as positives of instance i
+    N,    # `N[i]`: rows of `o` retrieved as negatives of instance i
+    tau,  # temperature τ > 0
+):
     "L_CSS, Eq. 2 with Z_s, Z_u of Eq. 3. `P[i]`, `N[i]`: lists of rows of `o`."
     X, O = [v for v in x.double()], [v for v in o.double()]; n = len(X); terms = []
     for i in range(n):
@@ -93,7 +122,12 @@ def ref_css(x, y, o, P, N, tau):
             terms.append(-sum(parts))
     return sum(terms) / len(terms) if terms else None
 
-def ref_domain(d, o, P, tau):
+def ref_domain(
+    d,    # `(n, d)` [DOMAIN] representations of the labeled instances
+    o,    # `(M, d)` [DOMAIN] representations of the corpus rows
+    P,    # `P[i]`: rows of `o` retrieved as domain positives of instance i
+    tau,  # temperature τ > 0
+):
     "L_D, Eq. 6: positives are the other labeled instances and P_D(i); Z_d over them and all M corpus rows."
     D, O = [v for v in d.double()], [v for v in o.double()]; n = len(D); terms = []
     for i in range(n):
@@ -108,7 +142,13 @@ def ref_domain(d, o, P, tau):
             terms.append(-sum(parts))
     return sum(terms) / len(terms) if terms else None
 
-def ref_class(c, y, o, P, tau):
+def ref_class(
+    c,    # `(n, d)` [CLASS] representations of the labeled instances
+    y,    # `(n,)` their labels
+    o,    # `(M, d)` [CLASS] representations of the corpus rows
+    P,    # `P[i]`: rows of `o` retrieved as class positives of instance i
+    tau,  # temperature τ > 0
+):
     "L_C, Eq. 7: positives C(i) and P_C(i); N_C(i) = P_C of other-class anchors; Z_c over k ≠ i and P_C(i) ∪ N_C(i)."
     Cv, O = [v for v in c.double()], [v for v in o.double()]; n = len(Cv); terms = []
     for i in range(n):
