@@ -7,7 +7,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 PIP_FLAGS ?= -q --disable-pip-version-check
 RUN_NAME ?= suncet-digits
 
-.PHONY: setup run test bench export clean-nbs readme browser
+.PHONY: setup run test bench export clean-nbs readme browser docs notebooks notebooks-lib notebooks-tutorials check-notebooks
 
 $(VENV)/.installed: settings.ini setup.py
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -51,7 +51,29 @@ bench: setup
 	set -o pipefail; $(PY) -m pip install $(PIP_FLAGS) -e ".[dev,bench]" 2>&1 | grep -v "is ignored: it is neither"
 	$(PY) benchmarks/losses.py
 
-## README.md from nbs/index.ipynb, executed and exported as Markdown by nbconvert
-## (nbdev_readme needs Quarto, which is not installable on these machines).
+## README.md from nbs/index.ipynb, executed and exported as Markdown by nbconvert (docs/readme.py;
+## nbdev_readme needs Quarto, which is not installable on these machines). tests/test_readme.py checks it.
 readme: setup
-	jupyter nbconvert --to markdown --execute --output-dir $(CURDIR) --output README nbs/index.ipynb
+	PYTHONPATH=$(CURDIR) $(PY) docs/readme.py
+
+## The docs site, offline, into _docs/ (open _docs/index.html): nbdev processes the notebooks, then nbdev_docs
+## renders them where Quarto is installed, else Sphinx + MyST-NB (docs/build.py; DOCS_BUILDER=sphinx forces it).
+DOCS_BUILDER ?= auto
+docs: setup
+	PYTHONPATH=$(CURDIR) $(PY) docs/build.py --builder $(DOCS_BUILDER)
+
+## Execute notebooks in place and record what produced their outputs (docs/notebooks.py):
+##   make notebooks                          every notebook (library, then tutorials at their defaults)
+##   make notebooks NB=nbs/05_train.ipynb    only these (space-separated)
+##   make notebooks-lib / notebooks-tutorials
+## Tutorials also copy their results-table inputs into nbs/results/<tutorial>/. `make check-notebooks` lists
+## the notebooks whose saved outputs are missing or stale (tests/test_notebooks_outputs.py fails on them).
+NB ?=
+notebooks: setup
+	PYTHONPATH=$(CURDIR) $(PY) docs/notebooks.py run $(NB)
+notebooks-lib: setup
+	PYTHONPATH=$(CURDIR) $(PY) docs/notebooks.py run --lib
+notebooks-tutorials: setup
+	PYTHONPATH=$(CURDIR) $(PY) docs/notebooks.py run --tutorials
+check-notebooks: setup
+	$(PY) docs/notebooks.py check $(NB)
