@@ -6,7 +6,11 @@
 from __future__ import annotations
 
 import csv
+import hashlib
+import io
 import math
+import os
+import re
 import warnings
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
@@ -15,15 +19,16 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, Sampler
 
-from .core import (atomic_write_json, check_choice, check_int, check_range, label_vector, read_json)
+from .core import (atomic_write_json, check_choice, check_int, check_range, file_sha256, label_vector,
+                                 read_json)
 
 # %% auto #0
 __all__ = ['TORCHVISION_DATASETS', 'CIFAR100_FINE_TO_COARSE', 'CIFAR100_SUPERCLASSES', 'COARSE_SCHEMES', 'BACKGROUNDS',
            'TensorImageDataset', 'load_digits', 'torchvision_dataset', 'image_folder_dataset', 'CSVImageDataset',
-           'csv_image_dataset', 'check_dataset', 'labeled_fraction_split', 'k_shot_split', 'long_tail_subsample',
-           'noisy_labels', 'coarse_labels', 'coarse_u_subsample', 'spurious_digits', 'waterbirds_dataset',
-           'labels_fingerprint', 'save_split_manifest', 'load_split_manifest', 'ClassStratifiedBatchSampler',
-           'EpochBatchSampler', 'CyclingIterator']
+           'csv_image_dataset', 'item_paths', 'dataset_fingerprint', 'check_dataset', 'labeled_fraction_split',
+           'k_shot_split', 'long_tail_subsample', 'noisy_labels', 'coarse_labels', 'coarse_u_subsample',
+           'spurious_digits', 'waterbirds_dataset', 'labels_fingerprint', 'save_split_manifest', 'load_split_manifest',
+           'ClassStratifiedBatchSampler', 'EpochBatchSampler', 'CyclingIterator']
 
 # %% ../nbs/01_data.ipynb #47b92b4a
 class TensorImageDataset(Dataset):
@@ -104,69 +109,156 @@ def image_folder_dataset(root, transform: Callable | None = None):
     from torchvision.datasets import ImageFolder
     root = Path(root)
     if not root.is_dir():
-        raise FileNotFoundError(f"`root` must be a folder with one sub-folder per class; {root} does not exist")
+        raise FileNotFoundError(f"`root` must be a folder with one sub-folder per class; "
+                                f"{root} {'is a file' if root.exists() else 'does not exist'}")
     ds = ImageFolder(str(root), transform=transform)
     ds.targets = np.asarray(ds.targets, dtype=np.int64)
     return ds
 
+# %% ../nbs/01_data.ipynb #c1b78ca5
+def _csv_table(path: Path, encoding: str = "utf-8") -> list:
+    "The data rows of a CSV file as dicts (header → cell) plus `_line`, the line each row starts on."
+    if not path.exists():
+        raise FileNotFoundError(f"`csv_path` does not exist: {path}")
+    if not path.is_file():
+        raise ValueError(f"`csv_path` must be a CSV file; {path} is a folder")
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding)
+    except LookupError:
+        raise ValueError(f"`encoding`={encoding!r} is not an encoding Python knows (e.g. 'utf-8', 'latin-1')") from None
+    except UnicodeDecodeError as e:
+        line = raw[:e.start].count(b"\n") + 1
+        raise ValueError(f"{path} is not {encoding} text: byte 0x{raw[e.start]:02x} on line {line} cannot be decoded "
+                         f"({e.reason}); save the file as UTF-8, or pass its encoding (e.g. encoding='latin-1')") from None
+    if "\0" in text:
+        line = text[:text.index("\0")].count("\n") + 1
+        raise ValueError(f"{path} holds a NUL byte on line {line}: it is not a text CSV file")
+    reader = csv.reader(io.StringIO(text.lstrip("\ufeff"), newline=""), strict=True)
+    header, rows, start = None, [], 1
+    try:
+        for cells in reader:
+            line, start = start, reader.line_num + 1
+            if not cells or (len(cells) == 1 and not cells[0].strip()):
+                continue                                   # a blank line
+            if header is None:
+                header = cells
+                dup = sorted({c for c in cells if cells.count(c) > 1})
+                if dup:
+                    raise ValueError(f"{path} line {line}: the header names column(s) {dup} more than once")
+                continue
+            if len(cells) != len(header):
+                raise ValueError(f"{path} line {line} has {len(cells)} field(s) but the header has {len(header)} "
+                                 f"{header[:8]}; quote fields that contain the delimiter")
+            rows.append(dict(zip(header, cells), _line=str(line)))
+    except csv.Error as e:
+        raise ValueError(f"{path} line {reader.line_num} is not valid CSV ({e}); check its quotes") from None
+    if header is None:
+        raise ValueError(f"{path} is empty: it needs a header row and one row per image")
+    if not rows:
+        raise ValueError(f"{path} has no rows after its header")
+    return rows
+
+# %% ../nbs/01_data.ipynb #b3d1e7d3
+_MISSING_LABELS = {"", "nan", "na", "n/a", "none", "null"}
+_INT_RE = re.compile(r"[+-]?\d+")
+_NUMBER_RE = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+def _csv_value(text: str):
+    "A CSV cell as `None` (missing), an `int` (an integer, also written `2.0`), a `float` (not whole) or a `str`."
+    s = text.strip()
+    if s.lower() in _MISSING_LABELS:
+        return None
+    if _INT_RE.fullmatch(s):
+        return int(s) if len(s.lstrip("+-")) <= 18 else float("inf")   # 19+ digits do not fit in int64
+    if _NUMBER_RE.fullmatch(s):
+        f = float(s)
+        return int(f) if f.is_integer() and abs(f) < 2 ** 63 else f
+    return s
+
+def _csv_targets(path: Path, rows: list, col: str, classes=None, unlabeled: bool = False):
+    "`(targets, classes)` from column `col` of the rows; every refusal names the CSV lines."
+    lines = lambda bad: ", ".join(f"line {r['_line']}: {r[col].strip()[:40]!r}" for r in bad[:5]) + (" …" if len(bad) > 5 else "")
+    vals = [_csv_value(r[col]) for r in rows]
+    missing = [r for r, v in zip(rows, vals) if v is None]
+    if missing and not unlabeled:
+        raise ValueError(f"{len(missing)} row(s) of {path} have no label in column {col!r} ({lines(missing)}); fill "
+                         "them in, drop those rows, or pass unlabeled=True to keep them as unlabeled items (target -1)")
+    if classes is not None:
+        if isinstance(classes, (int, np.integer)) and not isinstance(classes, bool):
+            names = list(range(check_int("classes", classes, 1)))
+            to_id = lambda v, text: v if isinstance(v, int) and 0 <= v < len(names) else None
+        else:
+            names = [str(c) for c in classes]
+            lookup = {c: k for k, c in enumerate(names)}
+            to_id = lambda v, text: lookup.get(text, lookup.get(str(v)))
+        ids = [-1 if v is None else to_id(v, r[col].strip()) for r, v in zip(rows, vals)]
+        bad = [r for r, k in zip(rows, ids) if k is None]
+        if bad:
+            raise ValueError(f"{len(bad)} row(s) of {path} have a label outside `classes`={names}: {lines(bad)}")
+        return np.asarray(ids, dtype=np.int64), names
+    texts = [r for r, v in zip(rows, vals) if isinstance(v, str)]
+    numbers = [r for r, v in zip(rows, vals) if isinstance(v, (int, float))]
+    if texts and numbers:
+        raise ValueError(f"column {col!r} of {path} mixes class ids ({lines(numbers[:1])}) and names ({lines(texts[:1])}); "
+                         "make the labels all integers or all names, or list the names in `classes`")
+    odd = [r for r, v in zip(rows, vals) if isinstance(v, float)]
+    if odd:
+        raise ValueError(f"column {col!r} of {path} holds number(s) that are not integer class ids ({lines(odd)}); "
+                         "labels must be whole numbers within int64, or names")
+    found = sorted({v for v in vals if v is not None})
+    if texts:
+        lookup = {c: k for k, c in enumerate(found)}
+        return np.asarray([-1 if v is None else lookup[v] for v in vals], dtype=np.int64), found
+    return np.asarray([-1 if v is None else v for v in vals], dtype=np.int64), found
+
+# %% ../nbs/01_data.ipynb #24ca15be
 class CSVImageDataset(Dataset):
     """Images listed in a CSV file: one row per image with a path column and a label column.
 
-    `classes` (optional) declares the label set: names, or `n` for integer labels `0..n-1`; a row whose label is
-    outside it is refused, naming the row. Without it, the labels found define the classes."""
+    Labels are integer ids (`2.0` counts as 2) or names (ids in sorted order); see the rules above. Every error
+    names the CSV file and line."""
     def __init__(self, csv_path, image_col: str = "image", label_col: str = "label",
-                 transform: Callable | None = None, root=None, where: dict | None = None, classes=None):
+                 transform: Callable | None = None, root=None, where: dict | None = None, classes=None,
+                 unlabeled: bool = False,   # an empty/`nan` label marks an unlabeled item (target -1) instead of an error
+                 encoding: str = "utf-8"):  # the CSV's text encoding; a UTF-8 byte-order mark is accepted
         from PIL import Image  # noqa: F401  (fail early if Pillow is missing)
         self.csv_path = Path(csv_path)
-        if not self.csv_path.exists():
-            raise FileNotFoundError(f"`csv_path` does not exist: {self.csv_path}")
-        with open(self.csv_path, newline="", encoding="utf-8") as f:
-            rows = [dict(r, _line=str(k + 2)) for k, r in enumerate(csv.DictReader(f))]   # line 1 is the header
-        if not rows:
-            raise ValueError(f"{self.csv_path} has no rows")
+        rows = _csv_table(self.csv_path, encoding)
         for col, arg in [(image_col, "image_col"), (label_col, "label_col")] + [(c, "where") for c in (where or {})]:
             if col not in rows[0]:
                 raise ValueError(f"`{arg}`={col!r} is not a column of {self.csv_path}; columns: {list(rows[0])[:-1]}")
         if where:
-            rows = [r for r in rows if all(r[c] == str(v) for c, v in where.items())]
+            same = lambda cell, v: cell == str(v) or (not isinstance(v, bool) and isinstance(v, (int, float))
+                                                      and _csv_value(cell) == v)
+            rows = [r for r in rows if all(same(r[c], v) for c, v in where.items())]
             if not rows:
                 raise ValueError(f"no row of {self.csv_path} matches `where`={where}")
         self.rows = rows
+        empty = [r["_line"] for r in rows if not r[image_col].strip()]
+        if empty:
+            raise ValueError(f"{len(empty)} row(s) of {self.csv_path} have no image path in column {image_col!r}: "
+                             + ", ".join(f"line {ln}" for ln in empty[:5]))
         base = Path(root) if root is not None else self.csv_path.parent
         self.paths = [Path(r[image_col]) if Path(r[image_col]).is_absolute() else base / r[image_col] for r in rows]
-        missing = [f"line {r['_line']}: {p}" for r, p in zip(rows, self.paths) if not p.exists()]
+        missing = [f"line {r['_line']}: {p}" for r, p in zip(rows, self.paths) if not p.is_file()]
         if missing:
-            raise FileNotFoundError(f"{len(missing)} image(s) listed in {self.csv_path} do not exist: {missing[:3]}")
-        raw = [r[label_col] for r in rows]
-        ints = all(s.lstrip("-").isdigit() for s in raw)
-        if classes is None:                       # the labels found define the classes
-            self.classes = sorted({int(s) for s in raw}) if ints else sorted(set(raw))
-            self.targets = np.asarray([int(s) if ints else self.classes.index(s) for s in raw], dtype=np.int64)
-        else:
-            if isinstance(classes, (int, np.integer)) and not isinstance(classes, bool):
-                self.classes = list(range(check_int("classes", classes, 1)))
-                to_id = lambda s: int(s) if s.lstrip("-").isdigit() and 0 <= int(s) < len(self.classes) else None
-            else:
-                self.classes = [str(c) for c in classes]
-                lookup = {c: k for k, c in enumerate(self.classes)}
-                to_id = lookup.get
-            ids = [to_id(s) for s in raw]
-            bad = [(r["_line"], s) for r, s, k in zip(rows, raw, ids) if k is None]
-            if bad:
-                raise ValueError(f"{len(bad)} row(s) of {self.csv_path} have a label outside `classes`={self.classes}: "
-                                 + ", ".join(f"line {ln}: {lab!r}" for ln, lab in bad[:5]))
-            self.targets = np.asarray(ids, dtype=np.int64)
+            raise FileNotFoundError(f"{len(missing)} image(s) listed in {self.csv_path} do not exist (or are not "
+                                    f"files): {missing[:3]}")
+        self.targets, self.classes = _csv_targets(self.csv_path, rows, label_col, classes, unlabeled)
         self.transform = transform
     def __len__(self): return len(self.paths)
     def row_name(self, i: int) -> str:
         "Where item `i` comes from: the CSV file and line."
         return f"{self.csv_path} line {self.rows[i]['_line']}"
     def column(self, name: str) -> np.ndarray:
-        "Another column of the CSV for the kept rows (ints where every value is an int)."
+        "Another column of the CSV for the kept rows (ints where every value is an integer id, else the text)."
         if name not in self.rows[0] or name == "_line":
             raise ValueError(f"`name`={name!r} is not a column of {self.csv_path}; columns: {list(self.rows[0])[:-1]}")
-        raw = [r[name] for r in self.rows]
-        return np.asarray([int(v) for v in raw], dtype=np.int64) if all(v.lstrip("-").isdigit() for v in raw) else np.asarray(raw)
+        vals = [_csv_value(r[name]) for r in self.rows]
+        if all(isinstance(v, int) and abs(v) < 2 ** 63 for v in vals):
+            return np.asarray(vals, dtype=np.int64)
+        return np.asarray([r[name] for r in self.rows])
     def __getitem__(self, i):
         from PIL import Image
         with Image.open(self.paths[i]) as im:
@@ -174,29 +266,72 @@ class CSVImageDataset(Dataset):
         return (self.transform(x) if self.transform is not None else x), int(self.targets[i])
 
 def csv_image_dataset(csv_path, image_col="image", label_col="label", transform=None, root=None,
-                      where: dict | None = None, classes=None) -> CSVImageDataset:
+                      where: dict | None = None, classes=None, unlabeled: bool = False,
+                      encoding: str = "utf-8") -> CSVImageDataset:
     "Images listed in a CSV (see `CSVImageDataset`); `where` keeps the rows whose columns equal the given values."
-    return CSVImageDataset(csv_path, image_col, label_col, transform, root, where, classes)
-def _item_paths(ds) -> list | None:
+    return CSVImageDataset(csv_path, image_col, label_col, transform, root, where, classes, unlabeled, encoding)
+
+# %% ../nbs/01_data.ipynb #3c00dd57
+def item_paths(ds) -> list | None:
     "The image file of each item of a file-backed dataset (`CSVImageDataset`, torchvision `ImageFolder`), else None."
     if isinstance(getattr(ds, "paths", None), list): return ds.paths
     if isinstance(getattr(ds, "samples", None), list): return [p for p, _ in ds.samples]
     return None
 
+_item_paths = item_paths        # the old private name, kept for callers that still import it
+
+_FILE_DIGESTS: dict = {}        # (st_dev, st_ino, size, mtime_ns, ctime_ns) → SHA-256 of the file's bytes
+
+def _file_key(st: os.stat_result) -> tuple:
+    "A file's identity and times: any write changes the change time (ctime), which no user can set back."
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+def _file_digest(path) -> str:
+    "SHA-256 of a file's bytes, cached per process under `_file_key` (taken before the read)."
+    key = _file_key(os.stat(path))
+    if key not in _FILE_DIGESTS:
+        _FILE_DIGESTS[key] = file_sha256(path)
+    return _FILE_DIGESTS[key]
+
+def dataset_fingerprint(ds) -> str:
+    "SHA-256 (hex) of a dataset's length, labels and content (tensor bytes or file bytes); not paths or mtimes."
+    h = hashlib.sha256(f"contrastive_nb.dataset/2\0{len(ds)}\0".encode())
+    t = getattr(ds, "targets", None)
+    if t is not None:
+        h.update(np.ascontiguousarray(np.asarray(t.cpu() if isinstance(t, torch.Tensor) else t), dtype=np.int64).tobytes())
+    arr = next((a for a in (getattr(ds, "images", None), getattr(ds, "data", None))
+                if isinstance(a, (torch.Tensor, np.ndarray))), None)
+    if arr is not None:
+        arr = arr.detach().cpu().contiguous().numpy() if isinstance(arr, torch.Tensor) else np.ascontiguousarray(arr)
+        h.update(f"{arr.dtype.str}{arr.shape}".encode()); h.update(arr.tobytes())
+    for p in (item_paths(ds) or []):
+        h.update(bytes.fromhex(_file_digest(p)))
+    return h.hexdigest()
+
+# %% ../nbs/01_data.ipynb #f4be866e
+def _item_shape(ds, i: int):
+    "The shape of item `i` after the dataset's transform (None when it is not a tensor), without moving any RNG."
+    with torch.random.fork_rng(devices=[]):
+        x = ds[int(i)][0]
+    return tuple(x.shape) if isinstance(x, torch.Tensor) else None
+
 def check_dataset(ds, name: str = "dataset", num_classes: int | None = None, allow_unlabeled: bool = False,
-                  files: bool = True) -> int:
+                  files: bool = True,
+                  progress: bool | None = None) -> int:   # a bar over the files; None: when there are more than 2,000
     """Refuse, before training, a dataset that would fail (or mislead) mid-run; returns its length.
 
     Checks: at least one item; integer labels, none negative (with `allow_unlabeled`, -1 marks an unlabeled item)
     and none ≥ `num_classes`; and, for file-backed datasets (`CSVImageDataset`, `ImageFolder`) when `files`, every
-    image file exists, is not empty and decodes. Each error names the argument and the item (file, CSV line)."""
+    image file exists, is not empty and decodes, and every item has the same shape after the transform. Each error
+    names the argument and the item (file, CSV line)."""
+    from tqdm.auto import tqdm
     try:
         n = len(ds)
     except TypeError:
         raise ValueError(f"`{name}` must be a map-style dataset with a length; got {type(ds).__name__}") from None
     if n == 0:
         raise ValueError(f"`{name}` has no items")
-    paths = _item_paths(ds)
+    paths = item_paths(ds)
     def where(i):
         if hasattr(ds, "row_name"): return ds.row_name(int(i))
         return f"item {int(i)}" + (f" ({paths[int(i)]})" if paths is not None else "")
@@ -214,21 +349,46 @@ def check_dataset(ds, name: str = "dataset", num_classes: int | None = None, all
             hi = f"{num_classes - 1}" if num_classes is not None else "inf"
             raise ValueError(f"`{name}` has {len(bad)} label(s) outside [{low}, {hi}]: "
                              + ", ".join(f"{where(i)}: {t[i]}" for i in bad[:5]))
-    if files and paths is not None:
-        from PIL import Image
-        for i, p in enumerate(paths):
-            p = Path(p)
-            if not p.exists():
-                raise FileNotFoundError(f"`{name}`: {where(i)}: image file {p} does not exist")
-            if p.stat().st_size == 0:
-                raise ValueError(f"`{name}`: {where(i)}: image file {p} is empty (0 bytes)")
+    if not files or paths is None:
+        return n
+    from PIL import Image
+    headers = {}                                         # (width, height, mode) → item indices
+    bar = progress if progress is not None else len(paths) > 2000
+    for i, p in enumerate(tqdm(paths, desc=f"checking {name}", unit="file", disable=not bar)):
+        p = Path(p)
+        if not p.is_file():
+            raise FileNotFoundError(f"`{name}`: {where(i)}: image file {p} does not exist")
+        key = _file_key(p.stat())                        # before the read: a write during it changes the key
+        data = p.read_bytes()
+        if not data:
+            raise ValueError(f"`{name}`: {where(i)}: image file {p} is empty (0 bytes)")
+        try:
+            with Image.open(io.BytesIO(data)) as im:
+                im.verify()
+            with Image.open(io.BytesIO(data)) as im:
+                im.load()
+                headers.setdefault((*im.size, im.mode), []).append(i)
+        except Exception as e:
+            raise ValueError(f"`{name}`: {where(i)}: {p} is not a readable image ({type(e).__name__}: {e})") from None
+        _FILE_DIGESTS[key] = hashlib.sha256(data).hexdigest()   # dataset_fingerprint reuses this read
+    if len(headers) > 1:                                 # one item per kind of file through the transform
+        shapes = {}
+        for k, idx in headers.items():
             try:
-                with Image.open(p) as im:
-                    im.verify()
-                with Image.open(p) as im:
-                    im.load()
+                shapes[k] = _item_shape(ds, idx[0])
             except Exception as e:
-                raise ValueError(f"`{name}`: {where(i)}: {p} is not a readable image ({type(e).__name__}: {e})") from None
+                raise ValueError(f"`{name}`: {where(idx[0])}: the dataset's transform fails on it "
+                                 f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
+        if None not in shapes.values() and len(set(shapes.values())) > 1:
+            count = {}
+            for k, s in shapes.items():
+                count[s] = count.get(s, 0) + len(headers[k])
+            common = max(count, key=count.get)
+            odd = sorted((i, shapes[k]) for k, idx in headers.items() if shapes[k] != common for i in idx)
+            raise ValueError(f"`{name}` items differ in shape after the transform: {count[common]} item(s) give "
+                             f"{common}, but " + "; ".join(f"{where(i)} gives {s}" for i, s in odd[:3])
+                             + (f" (and {len(odd) - 3} more)" if len(odd) > 3 else "")
+                             + "; resize them to one shape in the dataset's transform (e.g. Resize)")
     return n
 
 # %% ../nbs/01_data.ipynb #89457ec9
