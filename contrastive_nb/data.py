@@ -278,7 +278,6 @@ def item_paths(ds) -> list | None:
     if isinstance(getattr(ds, "samples", None), list): return [p for p, _ in ds.samples]
     return None
 
-_item_paths = item_paths        # the old private name, kept for callers that still import it
 
 _FILE_DIGESTS: dict = {}        # (st_dev, st_ino, size, mtime_ns, ctime_ns) → SHA-256 of the file's bytes
 

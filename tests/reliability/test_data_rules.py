@@ -129,11 +129,8 @@ def test_the_same_data_copied_touched_or_reached_another_way_has_the_same_finger
     assert data.dataset_fingerprint(_folder_dataset(root)) != fp
 
 
-def test_a_run_resumes_on_the_same_data_moved_and_refuses_changed_data(tmp_path, monkeypatch):
-    # 05_train is being rewritten to fingerprint with data.dataset_fingerprint (issue 22); until it does, this
-    # scenario installs it in the engine. Without data.dataset_fingerprint the engine's own (paths, mtimes) runs.
-    if hasattr(data, "dataset_fingerprint"):
-        monkeypatch.setattr(train, "dataset_fingerprint", data.dataset_fingerprint, raising=False)
+def test_a_run_resumes_on_the_same_data_moved_and_refuses_changed_data(tmp_path):
+    "The engine fingerprints content (data.dataset_fingerprint): a moved, touched copy resumes; changed data does not."
     root = tmp_path / "images"
     for c in ("a", "b"):
         _images(root / c, 3)
