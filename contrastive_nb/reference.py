@@ -108,10 +108,11 @@ def ref_domain(d, o, P, tau):
             terms.append(-sum(parts))
     return sum(terms) / len(terms) if terms else None
 
-def ref_class(c, y, o, P, tau):
-    "L_C, Eq. 7: positives C(i) and P_C(i); N_C(i) = P_C of other-class anchors; Z_c over k ≠ i and P_C(i) ∪ N_C(i)."
+def ref_class(c, y, o, P, tau, anchors=None):
+    """L_C, Eq. 7: positives C(i) and P_C(i); N_C(i) = P_C of other-class instances; Z_c over k ≠ i and P_C(i) ∪ N_C(i).
+    Every labeled row is summed over; `anchors` (row ids; None: all) are the rows whose terms are averaged."""
     Cv, O = [v for v in c.double()], [v for v in o.double()]; n = len(Cv); terms = []
-    for i in range(n):
+    for i in (range(n) if anchors is None else [int(a) for a in anchors]):
         C = [j for j in range(n) if j != i and y[j] == y[i]]
         NC = {k for a in range(n) if y[a] != y[i] for k in P[a]} - set(P[i])
         Zc = _lse([_f(Cv[i], Cv[k], tau) for k in range(n) if k != i] + [_f(Cv[i], O[k], tau) for k in set(P[i]) | NC])
