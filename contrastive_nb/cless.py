@@ -13,14 +13,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .core import check_int, check_range
+from .core import batched_inference, check_int, check_range
 from .losses import binary_nce
 from .train import fit_epochs
-from .text import feature_rows, freeze_bottom, load_plm, plm_features, plm_hidden
+from .text import Vocab, feature_rows, freeze_bottom, load_plm, plm_features, plm_hidden, tag_words
 
 # %% auto #0
 __all__ = ['kmax_pool', 'CLESS', 'sample_pseudo_labels', 'sample_real_labels', 'score_tags', 'train_cless', 'zero_r_scores',
-           'PLMTagger', 'score_plm', 'train_plm_tagger']
+           'tag_overlap_scores', 'mean_word_vectors', 'cosine_scores', 'PLMTagger', 'score_plm', 'train_plm_tagger']
 
 # %% ../nbs/21_cless.ipynb #bc5f8f9e
 def kmax_pool(x: torch.Tensor, k: int) -> torch.Tensor:
@@ -116,16 +116,14 @@ def sample_real_labels(y: np.ndarray, n_negatives: int, generator: np.random.Gen
     return torch.from_numpy(idx), torch.from_numpy(tgt), torch.from_numpy(msk)
 
 # %% ../nbs/21_cless.ipynb #bcc8f064
-@torch.no_grad()
 def score_tags(model: CLESS, texts: torch.Tensor, label_words: torch.Tensor, batch_size: int = 256) -> np.ndarray:
-    "Match probabilities `(n, T)` of every text against every tag (`label_words: (T, w)`)."
-    was = model.training; model.eval()
-    dev = next(model.parameters()).device
-    l = model.encode_labels(label_words.to(dev))
-    out = [torch.sigmoid(model.match(model.encode_text(texts[i:i + batch_size].to(dev)), l)).cpu()
-           for i in range(0, len(texts), batch_size)]
-    model.train(was)
-    return torch.cat(out).numpy()
+    "Match probabilities `(n, T)` of every text against every tag (`label_words: (T, w)`), through `core.batched_inference`."
+    dev, labels = next(model.parameters()).device, {}
+    def scores(idx):
+        if "l" not in labels:                                   # every tag encoded once, in eval mode
+            labels["l"] = model.encode_labels(label_words.to(dev))
+        return torch.sigmoid(model.match(model.encode_text(texts[torch.from_numpy(idx)].to(dev)), labels["l"]))
+    return batched_inference(model, scores, len(texts), batch_size).numpy()
 
 def _dev_ap(y, scores) -> dict:
     from contrastive_nb.evaluate import ap_scores
@@ -172,6 +170,48 @@ def zero_r_scores(n: int, n_tags: int) -> np.ndarray:
     "ZeroR (§6): the majority label of every class — absent — for every text: constant scores `(n, T)`."
     return np.zeros((n, n_tags))
 
+# %% ../nbs/21_cless.ipynb #7f88dae2
+def tag_overlap_scores(token_lists: list,   # the words of each text (`text.tokenize`)
+                       tags: list,          # tag names; a tag's words are `text.tag_words(tag)`
+                      ) -> np.ndarray:
+    "`(n, T)` zero-shot scores: the share of each tag's words that occur in the text (0 … 1)."
+    tag_sets = [set(tag_words(t)) for t in tags]
+    empty = [t for t, w in zip(tags, tag_sets) if not w]
+    if empty:
+        raise ValueError(f"tag(s) {empty[:5]} have no word (letters or digits) in their name")
+    out = np.zeros((len(token_lists), len(tags)))
+    for i, toks in enumerate(token_lists):
+        words = set(toks)
+        out[i] = [len(w & words) / len(w) for w in tag_sets]
+    return out
+
+def mean_word_vectors(token_lists: list,   # the words of each text
+                      vocab: Vocab,        # the rows of `vectors`
+                      vectors,             # `(len(vocab), dim)` word vectors, e.g. `text.train_word_vectors`
+                      center: bool = True,  # subtract the vocabulary's mean vector first
+                     ) -> np.ndarray:
+    """`(n, dim)` mean vector of each text's known words (zero for a text with none). fastText vectors share a large
+    common direction, so by default they are centred first — otherwise every cosine is close to 1."""
+    E = np.asarray(vectors, dtype=np.float64)
+    if E.ndim != 2 or len(E) != len(vocab):
+        raise ValueError(f"`vectors` must be (len(vocab), dim) = ({len(vocab)}, dim); got shape {E.shape}")
+    if center:
+        E = E - E[2:].mean(0)
+    out = np.zeros((len(token_lists), E.shape[1]))
+    for i, toks in enumerate(token_lists):
+        ids = [vocab[w] for w in toks if vocab[w] > 1]
+        if ids:
+            out[i] = E[ids].mean(0)
+    return out
+
+def cosine_scores(a, b) -> np.ndarray:
+    "`(n, T)` cosine similarity of every row of `a: (n, d)` with every row of `b: (T, d)`; a zero row scores 0."
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
+        raise ValueError(f"`a` and `b` must be (n, d) and (T, d) of the same width; got {a.shape} and {b.shape}")
+    na, nb = np.linalg.norm(a, axis=1, keepdims=True), np.linalg.norm(b, axis=1, keepdims=True)
+    return (a / np.where(na > 0, na, 1)) @ (b / np.where(nb > 0, nb, 1)).T
+
 # %% ../nbs/21_cless.ipynb #43346610
 class PLMTagger(nn.Module):
     """Pretrained encoder (mean-pooled) + linear head over `n_tags`, trained with BCE (the paper's PLM baseline).
@@ -202,16 +242,11 @@ class PLMTagger(nn.Module):
         m = mask.unsqueeze(-1).to(h.dtype)
         return self.head((h * m).sum(1) / m.sum(1).clamp(min=1))
 
-@torch.no_grad()
 def score_plm(tagger: PLMTagger, feats: dict, batch_size: int = 128) -> np.ndarray:
-    "Tag probabilities `(n, T)` for `tagger.features(texts)`."
-    was = tagger.training; tagger.eval()
+    "Tag probabilities `(n, T)` for `tagger.features(texts)`, through `core.batched_inference`."
     dev = next(tagger.head.parameters()).device
-    n = len(feats["ids"])
-    out = [torch.sigmoid(tagger(*feature_rows(feats, np.arange(i, min(i + batch_size, n)), dev))).cpu()
-           for i in range(0, n, batch_size)]
-    tagger.train(was)
-    return torch.cat(out).float().numpy()
+    return batched_inference(tagger, lambda idx: torch.sigmoid(tagger(*feature_rows(feats, idx, dev))),
+                             len(feats["ids"]), batch_size).numpy()
 
 def train_plm_tagger(tagger: PLMTagger, feats: dict, y, epochs: int = 3, batch_size: int = 32, lr: float = 5e-5,
                      head_lr: float = 1e-3, seed: int = 0, dev: tuple | None = None, log=None) -> dict:

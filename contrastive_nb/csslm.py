@@ -17,17 +17,18 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .core import check_choice, check_int, check_range
+from .core import batched_inference, check_choice, check_int, check_range, label_vector
 from .data import k_shot_split
 from .losses import class_loss, css_loss, domain_loss, supcon
-from .text import (DEFAULT_PACKAGES, docstring_corpus, feature_rows, freeze_bottom, jsonl_records,
-                                 load_plm, plm_features, plm_hidden)
+from .text import (DEFAULT_PACKAGES, TEXT_DATASETS, docstring_corpus, feature_rows, freeze_bottom,
+                                 jsonl_records, load_plm, load_text_dataset, plm_features, plm_hidden)
 from .train import fit_epochs
 
 # %% auto #0
-__all__ = ['SST5_CLASSES', 'TASK_PACKAGES', 'SPECIAL_TOKENS', 'METHODS', 'LabeledTexts', 'read_task_jsonl', 'read_sst',
-           'read_semeval_absa', 'load_hf_task', 'docstring_task', 'few_shot_split', 'CSSLM', 'feature_subset', 'encode',
-           'predict', 'task_scores', 'RepresentationStore', 'train_csslm']
+__all__ = ['SST5_CLASSES', 'TASK_PACKAGES', 'OTHER_CORPORA', 'SPECIAL_TOKENS', 'METHODS', 'LabeledTexts', 'read_task_jsonl',
+           'read_sst', 'read_semeval_absa', 'load_hf_task', 'docstring_task', 'dataset_task', 'few_shot_split', 'CSSLM',
+           'feature_subset', 'encode', 'representations', 'predict', 'task_scores', 'RepresentationStore',
+           'train_csslm']
 
 # %% ../nbs/22_csslm.ipynb #979b7e98
 @dataclass
@@ -124,13 +125,36 @@ def load_hf_task(path: str, split: str, text_key: str = "text", label_key: str =
 # %% ../nbs/22_csslm.ipynb #3865e341
 TASK_PACKAGES = ("numpy", "scipy", "sklearn", "torch")
 
+def _grouped_take(y: np.ndarray, groups: np.ndarray, n: int, rng: np.random.Generator, classes) -> tuple:
+    """`n` items of each class in `classes`, drawn group by group in a seeded order: `(taken, used)` — the items
+    taken, and every item of the groups they came from (their other items must go nowhere else)."""
+    members = {}
+    for i, g in enumerate(groups):
+        members.setdefault(g, []).append(i)
+    need = {c: n for c in classes}
+    taken, used = [], []
+    for g in rng.permutation(sorted(members)):
+        if not any(need.values()):
+            break
+        got = []
+        for i in rng.permutation(members[g]):
+            if need.get(y[i], 0) > 0:
+                need[y[i]] -= 1; got.append(int(i))
+        if got:
+            taken += got; used += members[g]
+    missing = {c: v for c, v in need.items() if v}
+    if missing:
+        raise ValueError(f"too few items to take {n} per class: still missing {missing} (class: count)")
+    return np.sort(np.array(taken, dtype=np.int64)), np.sort(np.array(used, dtype=np.int64))
+
 def docstring_task(task_packages=TASK_PACKAGES, other_packages=None, n_dev: int = 50, n_test: int = 100,
                    seed: int = 0, cache_dir=None) -> dict:
     """The offline task: classify a docstring by the package it documents.
 
     Returns `{'pool', 'dev', 'test'}` (`LabeledTexts`; `n_dev`/`n_test` per class, the pool is every other task
     docstring — training instances are drawn from it, the rest joins the corpus) and `{'other', 'other_source'}`:
-    docstrings of `other_packages` (default: the rest of `text.DEFAULT_PACKAGES`), the out-of-domain corpus."""
+    docstrings of `other_packages` (default: the rest of `text.DEFAULT_PACKAGES`), the out-of-domain corpus.
+    Test, dev and pool come from different source files (a file's other docstrings are left out)."""
     task_packages = tuple(task_packages)
     if len(task_packages) < 2:
         raise ValueError("`task_packages` must name at least two installed packages (the classes)")
@@ -139,33 +163,85 @@ def docstring_task(task_packages=TASK_PACKAGES, other_packages=None, n_dev: int 
         raise ValueError(f"`other_packages` and `task_packages` overlap: {sorted(set(other_packages) & set(task_packages))}")
     check_int("n_dev", n_dev, 1); check_int("n_test", n_test, 1)
     corpus = docstring_corpus(task_packages + other_packages, cache_dir=cache_dir)
-    source = [t[0] for t in corpus.tags]                      # the first tag is the package
+    source = np.array([t[0] for t in corpus.tags])            # the first tag is the package
+    files = np.array(corpus.groups)
     rng = np.random.default_rng(seed)
-    by_cls = {p: rng.permutation([i for i, s in enumerate(source) if s == p]) for p in task_packages}
-    short = {p: len(v) for p, v in by_cls.items() if len(v) < n_dev + n_test + 1}
-    if short:
-        raise ValueError(f"too few docstrings for n_dev + n_test = {n_dev + n_test} per class: {short}")
-    pick = lambda part: [i for p in task_packages for i in part(by_cls[p])]
-    dev, test = pick(lambda v: v[:n_dev]), pick(lambda v: v[n_dev:n_dev + n_test])
-    pool = pick(lambda v: v[n_dev + n_test:])
+    in_task = np.flatnonzero(np.isin(source, task_packages))
+    test, used_t = _grouped_take(source[in_task], files[in_task], n_test, rng, task_packages)
+    rest = np.setdiff1d(np.arange(len(in_task)), used_t)
+    dev, used_d = _grouped_take(source[in_task][rest], files[in_task][rest], n_dev, rng, task_packages)
+    test, dev = in_task[test], in_task[rest[dev]]
+    pool = in_task[np.setdiff1d(rest, rest[used_d])]
     classes = list(task_packages)
     lt = lambda idx, nm: LabeledTexts([corpus.texts[i] for i in idx], [source[i] for i in idx], nm, classes)
     other = [i for i, s in enumerate(source) if s in other_packages]
     return {"pool": lt(pool, "pool"), "dev": lt(dev, "dev"), "test": lt(test, "test"),
-            "other": [corpus.texts[i] for i in other], "other_source": [source[i] for i in other]}
+            "other": [corpus.texts[i] for i in other], "other_source": [str(source[i]) for i in other]}
 
-def few_shot_split(task: dict, k: int, seed: int = 0, corpus_size: int | None = None) -> dict:
+# %% ../nbs/22_csslm.ipynb #ae2c46c8
+OTHER_CORPORA = ("rotten_tomatoes-plots", "guardian-headlines", "presidential-debates", "reuters-r8", "20newsgroups")
+
+def dataset_task(name: str = "rotten_tomatoes",   # a labeled dataset of `text.load_text_dataset`
+                 other=OTHER_CORPORA,             # the open-domain part of the corpus: other datasets' texts
+                 n_dev: int = 50,                 # development instances per class
+                 n_test: int = 200,               # test instances per class
+                 other_per_source: int | None = 500,  # texts drawn from each `other` dataset (None: all)
+                 seed: int = 0,                   # draws dev, test and the other texts
+                ) -> dict:
+    """A task from a real dataset, as `docstring_task` returns it: `test` (`n_test` per class) from the published
+    test split; `dev` (`n_dev` per class) and `pool` from the training split, in different groups (movies) where the
+    dataset has groups; `other`/`other_source` up to `other_per_source` texts of each `other` dataset. `meta`: every
+    dataset's content hash."""
+    if name in other:
+        raise ValueError(f"`other` must not hold the task's own dataset {name!r}")
+    for o in other:
+        check_choice("other", o, list(TEXT_DATASETS))
+    check_int("n_dev", n_dev, 1); check_int("n_test", n_test, 1)
+    rng = np.random.default_rng(seed)
+    train, test = load_text_dataset(name, "train"), load_text_dataset(name, "test")
+    classes = train.tag_names()
+    ytr, yte = np.array([g[0] for g in train.tags]), np.array([g[0] for g in test.tags])
+    te_idx, _ = _grouped_take(yte, np.arange(len(yte)), n_test, rng, classes)
+    groups = np.array(train.groups) if train.groups is not None else np.arange(len(ytr))
+    dev_idx, used = _grouped_take(ytr, groups, n_dev, rng, classes)
+    pool_idx = np.setdiff1d(np.arange(len(ytr)), used)
+    lt = lambda d, y, idx, nm: LabeledTexts([d.texts[i] for i in idx], [y[i] for i in idx], nm, classes)
+    texts, source, meta = [], [], {name: {"train": train.meta["sha256"], "test": test.meta["sha256"]}}
+    for o in other:
+        od = load_text_dataset(o, "train" if "train" in TEXT_DATASETS[o][2] else "all")
+        pick = np.arange(len(od)) if other_per_source is None else np.sort(rng.permutation(len(od))[:other_per_source])
+        texts += [od.texts[i] for i in pick]; source += [o] * len(pick); meta[o] = od.meta["sha256"]
+    return {"pool": lt(train, ytr, pool_idx, "pool"), "dev": lt(train, ytr, dev_idx, "dev"),
+            "test": lt(test, yte, te_idx, "test"), "other": texts, "other_source": source, "meta": meta}
+
+# %% ../nbs/22_csslm.ipynb #769ae02e
+def few_shot_split(task: dict, k: int, seed: int = 0, corpus_size: int | None = None,
+                   in_domain: float | None = None) -> dict:
     """§4.1's few-shot setting: `k` training instances per class from `task['pool']` (seeded), and the open-domain
-    corpus O = the unused pool (in-domain, unlabeled) + `task['other']`, subsampled to `corpus_size` rows.
-    Returns `{'train': LabeledTexts, 'corpus': [text], 'corpus_source': [package], 'train_idx': pool rows}`."""
+    corpus O = the unused pool (in-domain, unlabeled) + `task['other']`, subsampled to `corpus_size` rows — with
+    `in_domain`, that share of them from the unused pool and the rest from `task['other']` (the paper's O is mostly
+    Wikipedia), else drawn from both alike.
+    Returns `{'train': LabeledTexts, 'corpus': [text], 'corpus_source': [class or dataset], 'train_idx': pool rows}`."""
     pool = task["pool"]
     train_idx = np.sort(k_shot_split(pool.y, k, seed))
     rest = np.setdiff1d(np.arange(len(pool)), train_idx)
     texts = [pool.texts[i] for i in rest] + list(task["other"])
     src = [pool.labels[i] for i in rest] + list(task["other_source"])
-    if corpus_size is not None:
+    rng = np.random.default_rng(seed + 1)
+    if in_domain is not None:
+        check_range("in_domain", in_domain, 0, 1)
+        if corpus_size is None:
+            raise ValueError("`in_domain` needs `corpus_size`")
+        n_in = int(round(in_domain * corpus_size))
+        if n_in > len(rest) or corpus_size - n_in > len(task["other"]):
+            raise ValueError(f"`corpus_size`={corpus_size} with `in_domain`={in_domain} needs {n_in} unused pool rows "
+                             f"(there are {len(rest)}) and {corpus_size - n_in} other rows (there are {len(task['other'])})")
+        keep = np.sort(np.concatenate([rng.choice(len(rest), n_in, replace=False),
+                                       len(rest) + rng.choice(len(task["other"]), corpus_size - n_in, replace=False)]))
+        texts, src = [texts[i] for i in keep], [src[i] for i in keep]
+    elif corpus_size is not None:
         check_int("corpus_size", corpus_size, 1, len(texts))
-        keep = np.sort(np.random.default_rng(seed + 1).choice(len(texts), corpus_size, replace=False))
+        keep = np.sort(rng.choice(len(texts), corpus_size, replace=False))
         texts, src = [texts[i] for i in keep], [src[i] for i in keep]
     return {"train": pool.subset(train_idx), "corpus": texts, "corpus_source": src, "train_idx": train_idx}
 
@@ -173,39 +249,45 @@ def few_shot_split(task: dict, k: int, seed: int = 0, corpus_size: int | None = 
 SPECIAL_TOKENS = ("[DOMAIN]", "[CLASS]")
 
 class CSSLM(nn.Module):
-    """A PLM with [DOMAIN]/[CLASS] tokens and a linear task head on x = [d; c].
+    """A PLM with a linear task head. With `special_tokens` (CSS-LM, Eq. 5): [DOMAIN] and [CLASS] in front of every
+    text and the head on x = [d; c]; without (the paper's Standard and SCF): the head on the mean of the last hidden
+    states over the text's tokens.
 
     `path`: a local model folder (default: the bundled MiniLM); `plm`: a loaded `(tokenizer, encoder)` pair, copied
     (never changed in place). `train_layers`: fine-tune only the top this-many blocks (None: all). `max_len`: tokens
-    per text, the two special tokens included."""
-    def __init__(self, n_classes: int, path=None, train_layers: int | None = None, max_len: int = 64, plm=None):
+    per text, the special tokens included."""
+    def __init__(self, n_classes: int, path=None, train_layers: int | None = None, max_len: int = 64, plm=None,
+                 special_tokens: bool = True):
         super().__init__()
         check_int("n_classes", n_classes, 2); check_int("max_len", max_len, 4)
         tok, enc = plm if plm is not None else load_plm(path)
         self.tokenizer, self.encoder = copy.deepcopy(tok), copy.deepcopy(enc)
-        self.tokenizer.add_special_tokens({"additional_special_tokens": list(SPECIAL_TOKENS)})
-        self.special_ids = self.tokenizer.convert_tokens_to_ids(list(SPECIAL_TOKENS))
-        emb = self.encoder.get_input_embeddings()
-        if emb.num_embeddings < len(self.tokenizer):
-            self.encoder.resize_token_embeddings(len(self.tokenizer), mean_resizing=False)   # set below
+        self.special_tokens = bool(special_tokens)
+        if self.special_tokens:
+            self.tokenizer.add_special_tokens({"additional_special_tokens": list(SPECIAL_TOKENS)})
+            self.special_ids = self.tokenizer.convert_tokens_to_ids(list(SPECIAL_TOKENS))
             emb = self.encoder.get_input_embeddings()
-        with torch.no_grad():
-            for tid, word in zip(self.special_ids, ("domain", "class")):
-                pieces = self.tokenizer(word, add_special_tokens=False)["input_ids"]
-                emb.weight[tid] = emb.weight[pieces].mean(0)
+            if emb.num_embeddings < len(self.tokenizer):
+                self.encoder.resize_token_embeddings(len(self.tokenizer), mean_resizing=False)   # set below
+                emb = self.encoder.get_input_embeddings()
+            with torch.no_grad():
+                for tid, word in zip(self.special_ids, ("domain", "class")):
+                    pieces = self.tokenizer(word, add_special_tokens=False)["input_ids"]
+                    emb.weight[tid] = emb.weight[pieces].mean(0)
         if getattr(self.encoder, "pooler", None) is not None:
             self.encoder.pooler.requires_grad_(False)
         self.n_frozen = freeze_bottom(self.encoder, train_layers)
         self.max_len = max_len
-        self.head = nn.Linear(2 * self.encoder.config.hidden_size, n_classes)
+        h = self.encoder.config.hidden_size
+        self.head = nn.Linear(2 * h if self.special_tokens else h, n_classes)
 
     def features(self, texts: list, batch_size: int = 64) -> dict:
-        "`[DOMAIN] [CLASS] text` token ids and mask `(n, S)` and, with frozen blocks, the bottom's hidden states."
+        "Token ids and mask `(n, S)` (`[DOMAIN] [CLASS] text` with special tokens) and, with frozen blocks, the bottom's hidden states."
         if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
             raise ValueError("`texts` must be a list of strings")
-        feats = plm_features(self.tokenizer, self.encoder, [f"{SPECIAL_TOKENS[0]} {SPECIAL_TOKENS[1]} {t}" for t in texts],
-                             self.max_len, self.n_frozen, batch_size)
-        if len(texts):
+        prefix = f"{SPECIAL_TOKENS[0]} {SPECIAL_TOKENS[1]} " if self.special_tokens else ""
+        feats = plm_features(self.tokenizer, self.encoder, [prefix + t for t in texts], self.max_len, self.n_frozen, batch_size)
+        if len(texts) and self.special_tokens:
             pos = self.special_positions(feats["ids"])
             assert (feats["ids"][:, pos[0]] == self.special_ids[0]).all() and (feats["ids"][:, pos[1]] == self.special_ids[1]).all()
         return feats
@@ -215,10 +297,20 @@ class CSSLM(nn.Module):
         return (1, 2) if int(ids[0, 0]) != self.special_ids[0] else (0, 1)
 
     def forward(self, ids: torch.Tensor, mask: torch.Tensor, hidden: torch.Tensor | None = None) -> tuple:
-        "`(d, c)`, each `(B, h)`: the [DOMAIN] and [CLASS] output vectors."
+        "`(d, c)`, each `(B, h)`: the [DOMAIN] and [CLASS] output vectors (special-token models only)."
+        if not self.special_tokens:
+            raise ValueError("this model has no [DOMAIN]/[CLASS] tokens (special_tokens=False): use `represent`")
         h = plm_hidden(self.encoder, ids, mask, hidden, self.n_frozen)
         a, b = self.special_positions(ids)
         return h[:, a], h[:, b]
+
+    def represent(self, ids: torch.Tensor, mask: torch.Tensor, hidden: torch.Tensor | None = None) -> torch.Tensor:
+        "The head's input x: `[d; c]` `(B, 2h)` with special tokens, else the token mean `(B, h)`."
+        if self.special_tokens:
+            return torch.cat(self(ids, mask, hidden), 1)
+        h = plm_hidden(self.encoder, ids, mask, hidden, self.n_frozen)
+        m = mask.unsqueeze(-1).to(h.dtype)
+        return (h * m).sum(1) / m.sum(1).clamp(min=1)
 
     def classify(self, d: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
         "Class logits `(B, C)` from x = [d; c] (f_task, Eq. 8)."
@@ -229,30 +321,29 @@ def feature_subset(feats: dict, idx) -> dict:
     idx = torch.as_tensor(np.asarray(idx), dtype=torch.long)
     return {k: (None if v is None else v[idx]) for k, v in feats.items()}
 
-@torch.no_grad()
 def encode(model: CSSLM, feats: dict, batch_size: int = 128) -> tuple:
-    "`(d, c)` float32 tensors `(n, h)` of every row of `feats`, in eval mode."
-    was = model.training; model.eval()
+    "`(d, c)` float32 tensors `(n, h)` of every row of `feats`, in eval mode (`core.batched_inference`)."
+    if not len(feats["ids"]):
+        h = model.encoder.config.hidden_size
+        return torch.zeros(0, h), torch.zeros(0, h)
     dev = next(model.head.parameters()).device
-    n = len(feats["ids"]); ds, cs = [], []
-    for i in range(0, n, batch_size):
-        d, c = model(*feature_rows(feats, np.arange(i, min(i + batch_size, n)), dev))
-        ds.append(d.float().cpu()); cs.append(c.float().cpu())
-    model.train(was)
-    h = model.encoder.config.hidden_size
-    return (torch.cat(ds), torch.cat(cs)) if ds else (torch.zeros(0, h), torch.zeros(0, h))
+    return batched_inference(model, lambda idx: model(*feature_rows(feats, idx, dev)), len(feats["ids"]), batch_size)
 
-@torch.no_grad()
+def representations(model: CSSLM, feats: dict, batch_size: int = 128) -> torch.Tensor:
+    "x `(n, 2h)` or `(n, h)` (the head's input) of every row of `feats`, in eval mode."
+    dev = next(model.head.parameters()).device
+    return batched_inference(model, lambda idx: model.represent(*feature_rows(feats, idx, dev)), len(feats["ids"]), batch_size)
+
 def predict(model: CSSLM, feats: dict, batch_size: int = 128) -> np.ndarray:
     "Class probabilities `(n, C)`."
-    d, c = encode(model, feats, batch_size)
     dev = next(model.head.parameters()).device
-    return torch.softmax(model.classify(d.to(dev), c.to(dev)), 1).cpu().numpy()
+    return batched_inference(model, lambda idx: torch.softmax(model.head(model.represent(*feature_rows(feats, idx, dev))), 1),
+                             len(feats["ids"]), batch_size).numpy()
 
 def task_scores(model: CSSLM, feats: dict, y) -> dict:
     "`{'acc', 'macro_f1'}` on `feats` with true classes `y`."
     from sklearn.metrics import accuracy_score, f1_score
-    pred = predict(model, feats).argmax(1); y = np.asarray(y)
+    pred = predict(model, feats).argmax(1); y = label_vector(y, len(pred), "y")
     return {"acc": float(accuracy_score(y, pred)), "macro_f1": float(f1_score(y, pred, average="macro"))}
 
 # %% ../nbs/22_csslm.ipynb #cb32b05a
@@ -325,23 +416,26 @@ def train_csslm(model: CSSLM, feats: dict, y, corpus_feats: dict | None = None, 
                 levels: str = "dc", k: int = 16, epochs: int = 10, batch_size: int = 4, lr: float = 2e-5,
                 head_lr: float = 1e-3, temperature: float = 0.3, warmup_epochs: int = 1, switch: bool = True,
                 corpus_grad: bool = True, dev: tuple | None = None, seed: int = 0, backend: str = "auto",
-                corpus_batch: int = 256, log=None) -> dict:
+                corpus_batch: int = 256, class_sums: str = "batch", log=None) -> dict:
     """Fine-tune `model` in place with `method` (see the table above); returns the `fit_epochs` record plus
     `switched_at` (epoch or None), `sets` (the last retrieved P(i), P_D(i), P_C(i) per training row, −1 where never
-    retrieved) and `steps`. `feats = model.features(train_texts)`, `y (n,)` class ids, `corpus_feats` the corpus's
-    features (needed by the CSS methods), `dev = (dev_feats, dev_y)` selects the best epoch by accuracy."""
+    retrieved), `steps` and, with `class_sums="all"`, `class_memory` (the last c and P_C of every labeled instance). `feats = model.features(train_texts)`, `y (n,)` class ids, `corpus_feats` the corpus's
+    features (needed by the CSS methods), `dev = (dev_feats, dev_y)` selects the best epoch by accuracy.
+    `class_sums`: "batch" — L_C's labeled sums and N_C(i) over the batch; "all" — over all N labeled instances,
+    from a memory of their [CLASS] vectors and P_C sets refreshed as each instance is trained on (Eq. 7's j = 1…N)."""
     check_choice("method", method, list(METHODS)); check_choice("levels", levels, ["dc", "d", "c"])
+    check_choice("class_sums", class_sums, ["batch", "all"])
     check_int("epochs", epochs, 1); check_int("batch_size", batch_size, 1); check_int("warmup_epochs", warmup_epochs, 0)
     check_range("temperature", temperature, 0, low_inclusive=False)
-    y = torch.as_tensor(np.asarray(y), dtype=torch.long)
     n = len(feats["ids"])
-    if y.shape != (n,):
-        raise ValueError(f"`y` must be (n,) = ({n},) class ids; got shape {tuple(y.shape)}")
-    if int(y.min()) < 0 or int(y.max()) >= model.head.out_features:
-        raise ValueError(f"`y` must hold class ids in [0, {model.head.out_features - 1}]")
+    y = torch.as_tensor(label_vector(y, n, "y"))
+    if int(y.max()) >= model.head.out_features:
+        raise ValueError(f"`y` must hold class ids in [0, {model.head.out_features - 1}]; got {int(y.max())}")
     uses_corpus = method in ("css-lm", "css-lm-st")
     if uses_corpus and corpus_feats is None:
         raise ValueError(f"method={method!r} retrieves from the corpus: pass `corpus_feats`")
+    if uses_corpus and not model.special_tokens:
+        raise ValueError(f"method={method!r} needs the [DOMAIN]/[CLASS] tokens: build the model with special_tokens=True")
     if uses_corpus:
         check_int("k", k, 1, len(corpus_feats["ids"]) // 2)
     torch.manual_seed(seed); rng = np.random.default_rng(seed)
@@ -350,22 +444,24 @@ def train_csslm(model: CSSLM, feats: dict, y, corpus_feats: dict | None = None, 
     opt = torch.optim.AdamW([{"params": enc_params, "lr": lr}, {"params": model.head.parameters(), "lr": head_lr}])
     state = {"epoch": 0, "switched_at": None, "prev_dev": None, "steps": 0}
     sets_out = {name: -np.ones((n, k), dtype=np.int64) for name in ("P", "P_D", "P_C")} if uses_corpus else {}
-    store = None
+    store = memory = None
     if uses_corpus:
         d0, c0 = encode(model, corpus_feats, corpus_batch)
         store = RepresentationStore(d0, c0, backend=backend)
+        if class_sums == "all" and "c" in levels:        # c and P_C of every labeled instance, as last seen
+            memory = {"c": encode(model, feats, corpus_batch)[1].to(devc), "P_C": torch.full((n, k), -1, dtype=torch.long, device=devc)}
 
     def batch_loss(idx):
         ids, mask, hidden = feature_rows(feats, idx, devc)
-        d, c = model(ids, mask, hidden)
         yb = y[idx].to(devc)
+        state["steps"] += 1
+        if not uses_corpus:
+            x = model.represent(ids, mask, hidden)
+            loss = F.cross_entropy(model.head(x), yb)
+            return loss + supcon(x, yb, temperature, "out") if method == "scf" else loss
+        d, c = model(ids, mask, hidden)
         x = torch.cat([d, c], 1)
         logits = model.head(x)
-        state["steps"] += 1
-        if method == "standard":
-            return F.cross_entropy(logits, yb)
-        if method == "scf":
-            return F.cross_entropy(logits, yb) + supcon(x, yb, temperature, "out")
         switched = state["switched_at"] is not None
         retrieving = state["epoch"] >= warmup_epochs
         none = torch.full((len(idx), 1), -1, dtype=torch.long, device=devc)
@@ -387,8 +483,16 @@ def train_csslm(model: CSSLM, feats: dict, y, corpus_feats: dict | None = None, 
             if "d" in levels:
                 d_all = store.d.to(devc).index_put((rows,), rd) if len(rows) else store.d.to(devc)
                 loss = loss + domain_loss(d, d_all, sets["P_D"] if "P_D" in sets else none, temperature)
-            if "c" in levels:
+            if "c" in levels and memory is None:
                 loss = loss + class_loss(c, yb, rc, loc("P_C"), temperature)
+            elif "c" in levels:                                                 # Eq. 7 over all N labeled instances
+                at = torch.as_tensor(idx, dtype=torch.long, device=devc)
+                c_all = memory["c"].index_put((at,), c)
+                P_all = memory["P_C"].clone()
+                P_all[at] = sets["P_C"] if "P_C" in sets else -1
+                c_o = store.c.to(devc).index_put((rows,), rc) if len(rows) else store.c.to(devc)
+                loss = loss + class_loss(c_all, y.to(devc), c_o, P_all, temperature, anchors=at)
+                memory["c"][at] = c.detach(); memory["P_C"] = P_all
         if method == "css-lm-st":
             loss = loss + F.cross_entropy(logits, yb)
             if "P" in sets:                                                     # + the pseudo-labeled retrieved positives
@@ -417,5 +521,7 @@ def train_csslm(model: CSSLM, feats: dict, y, corpus_feats: dict | None = None, 
 
     out = fit_epochs(model, opt, n, epochs, batch_size, rng, batch_loss, dev_score if dev is not None else None,
                      "dev_acc" if dev is not None else None, after_epoch=after_epoch, log=log)
-    out.update(switched_at=state["switched_at"], sets=sets_out, steps=state["steps"], method=method, levels=levels)
+    out.update(switched_at=state["switched_at"], sets=sets_out, steps=state["steps"], method=method, levels=levels,
+               class_sums=class_sums if uses_corpus and "c" in levels else None,
+               class_memory=None if memory is None else {k_: v.cpu().numpy() for k_, v in memory.items()})
     return out

@@ -350,15 +350,36 @@ def _labeled_sims(u: torch.Tensor, y: torch.Tensor, temperature: float) -> tuple
     others = ~torch.eye(len(u), dtype=torch.bool, device=u.device)
     return s, others, others & (y[:, None] == y[None, :])
 
+def _css_inputs(temperature, a, a_name: str, o, o_name: str) -> tuple:
+    "The checks every CSS-LM term opens with: a positive temperature, anchors `a: (N, h)`, corpus rows `o: (M, h)` of the same width."
+    temperature = _check_temperature(temperature)
+    a, o = _as_embeddings(a, a_name), _as_embeddings(o, o_name)
+    if o.shape[1] != a.shape[1]:
+        raise ValueError(f"`{o_name}` must have the width of `{a_name}` ({a.shape[1]}); got {o.shape[1]}")
+    return temperature, a, o, a.shape[0], o.shape[0]
+
+def _set_members(P: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    "`(N, R)` bool: whether sorted unique corpus row `rows[r]` is in anchor n's set `P[n]` (−1 pads)."
+    out = torch.zeros(P.shape[0], len(rows) + 1, dtype=torch.bool, device=P.device)
+    pos = torch.searchsorted(rows, P.clamp(min=0)).masked_fill(P < 0, len(rows))
+    return out.scatter_(1, pos, True)[:, :len(rows)]
+
+def _as_anchor_rows(anchors, n: int) -> torch.Tensor:
+    "Validate `anchors: (B,)` distinct row ids in [0, n)."
+    a = torch.as_tensor(anchors)
+    if a.dim() != 1 or a.is_floating_point() or a.dtype == torch.bool or len(a) == 0:
+        raise ValueError(f"`anchors` must be a non-empty 1-D tensor of row ids of `c`; got {tuple(a.shape)} {a.dtype}")
+    a = a.long()
+    if int(a.min()) < 0 or int(a.max()) >= n or len(torch.unique(a)) != len(a):
+        raise ValueError(f"`anchors` must hold distinct row ids in [0, {n - 1}]")
+    return a
+
+# %% ../nbs/03_losses.ipynb #c55a0001
 def css_loss(x: torch.Tensor, labels, x_o: torch.Tensor, pos_idx, neg_idx, temperature: float = 0.3,
              return_stats: bool = False):
     """L_CSS (Eqs. 2–3), mean over anchors with a term. `x: (N, h)` labeled anchors, `labels: (N,)`,
     `x_o: (M, h)` corpus representations, `pos_idx`/`neg_idx: (N, P)`/`(N, Q)` rows of `x_o` (−1 pads): P(i), N(i)."""
-    temperature = _check_temperature(temperature)
-    x, x_o = _as_embeddings(x, "x"), _as_embeddings(x_o, "x_o")
-    if x_o.shape[1] != x.shape[1]:
-        raise ValueError(f"`x_o` must have the width of `x` ({x.shape[1]}); got {x_o.shape[1]}")
-    n, m = x.shape[0], x_o.shape[0]
+    temperature, x, x_o, n, m = _css_inputs(temperature, x, "x", x_o, "x_o")
     y = _as_labels(labels, n).to(x.device)
     P = _as_index_sets(pos_idx, n, m, "pos_idx").to(x.device); Q = _as_index_sets(neg_idx, n, m, "neg_idx").to(x.device)
     if ((P[:, :, None] == Q[:, None, :]) & (P[:, :, None] >= 0)).any():
@@ -389,14 +410,11 @@ def css_loss(x: torch.Tensor, labels, x_o: torch.Tensor, pos_idx, neg_idx, tempe
              "mean_positives": float(n_p.float().mean()), "mean_negatives": float(qm.sum(1).float().mean())}
     return (loss, stats) if return_stats else loss
 
+# %% ../nbs/03_losses.ipynb #c55a0002
 def domain_loss(d: torch.Tensor, d_o: torch.Tensor, pos_idx, temperature: float = 0.3, return_stats: bool = False):
     """L_D (Eq. 6), mean over anchors with a term. `d: (N, h)` [DOMAIN] representations of labeled anchors,
     `d_o: (M, h)` of the whole corpus, `pos_idx: (N, P)` rows of `d_o` (−1 pads): P_D(i)."""
-    temperature = _check_temperature(temperature)
-    d, d_o = _as_embeddings(d, "d"), _as_embeddings(d_o, "d_o")
-    if d_o.shape[1] != d.shape[1]:
-        raise ValueError(f"`d_o` must have the width of `d` ({d.shape[1]}); got {d_o.shape[1]}")
-    n, m = d.shape[0], d_o.shape[0]
+    temperature, d, d_o, n, m = _css_inputs(temperature, d, "d", d_o, "d_o")
     P = _as_index_sets(pos_idx, n, m, "pos_idx").to(d.device)
     with torch.autocast(device_type=d.device.type, enabled=False):
         u, uo = F.normalize(d, dim=1), F.normalize(d_o, dim=1)
@@ -414,36 +432,38 @@ def domain_loss(d: torch.Tensor, d_o: torch.Tensor, pos_idx, temperature: float 
     stats = {"n_anchors": int(has.sum()), "n_without_term": n - int(has.sum())}
     return (loss, stats) if return_stats else loss
 
-def class_loss(c: torch.Tensor, labels, c_o: torch.Tensor, pos_idx, temperature: float = 0.3, return_stats: bool = False):
-    """L_C (Eq. 7), mean over anchors with a term. `c: (N, h)` [CLASS] representations of labeled anchors,
+# %% ../nbs/03_losses.ipynb #c55a0003
+def class_loss(c: torch.Tensor, labels, c_o: torch.Tensor, pos_idx, temperature: float = 0.3, return_stats: bool = False,
+               anchors=None):
+    """L_C (Eq. 7), mean over anchors with a term. `c: (N, h)` [CLASS] representations of labeled instances,
     `labels: (N,)`, `c_o: (M, h)` corpus representations, `pos_idx: (N, P)` rows of `c_o` (−1 pads): P_C(i).
-    N_C(i) = the rows in P_C of the batch's anchors of other classes, not in P_C(i)."""
-    temperature = _check_temperature(temperature)
-    c, c_o = _as_embeddings(c, "c"), _as_embeddings(c_o, "c_o")
-    if c_o.shape[1] != c.shape[1]:
-        raise ValueError(f"`c_o` must have the width of `c` ({c.shape[1]}); got {c_o.shape[1]}")
-    n, m = c.shape[0], c_o.shape[0]
+    N_C(i) = the rows in P_C of the labeled instances of other classes, not in P_C(i). `anchors`: None — every row
+    is an anchor (the batch reading); `(B,)` row ids — only those rows are anchors, while the labeled sums and N_C(i)
+    run over all N rows (the paper's sums over every training instance: pass the memory of all N, fresh rows in place)."""
+    temperature, c, c_o, n, m = _css_inputs(temperature, c, "c", c_o, "c_o")
     y = _as_labels(labels, n).to(c.device)
     P = _as_index_sets(pos_idx, n, m, "pos_idx").to(c.device)
+    a = torch.arange(n, device=c.device) if anchors is None else _as_anchor_rows(anchors, n).to(c.device)
     with torch.autocast(device_type=c.device.type, enabled=False):
         u, uo = F.normalize(c, dim=1), F.normalize(c_o, dim=1)
-        s_lab, others, same = _labeled_sims(u, y, temperature)
-        rows = torch.unique(P[P >= 0])                                        # every retrieved row of the batch, once
-        if len(rows):
-            own = (P[:, :, None] == rows[None, None, :]).any(1)               # (N, R): row ∈ P_C(i)
-            other_cls = (y[:, None] != y[None, :]).to(u.dtype)
-            in_other = (other_cls @ own.to(u.dtype)) > 0                      # row ∈ P_C(i') of another class
-            s_r = u @ uo[rows].T / temperature
-        else:
-            own = in_other = torch.zeros(n, 0, dtype=torch.bool, device=c.device); s_r = u.new_zeros(n, 0)
+        ua, ya = u[a], y[a]
+        s_lab = ua @ u.T / temperature                                        # (B, N)
+        others = a[:, None] != torch.arange(n, device=c.device)[None, :]       # k ≠ i
+        same = others & (ya[:, None] == y[None, :])                           # C(i)
+        rows = torch.unique(P[P >= 0])                                        # every retrieved row, once (sorted)
+        member = _set_members(P, rows)                                        # (N, R): row ∈ P_C(j)
+        own = member[a]                                                       # (B, R): row ∈ P_C(i)
+        other_cls = (ya[:, None] != y[None, :]).to(u.dtype)
+        in_other = (other_cls @ member.to(u.dtype)) > 0                       # row ∈ P_C(j) of another class
+        s_r = ua @ uo[rows].T / temperature
         lse = _masked_lse(torch.cat([s_lab, s_r], 1), torch.cat([others, own | in_other], 1))
         term_l, has_l = _mean_over(s_lab - lse[:, None], same)
         term_p, has_p = _mean_over(s_r - lse[:, None], own)
         per = -(term_l * has_l + term_p * has_p)
         has = has_l | has_p
         loss = _anchor_mean(per, has, c, c_o)
-    stats = {"n_anchors": int(has.sum()), "n_without_term": n - int(has.sum()),
-             "mean_class_negatives": float((in_other & ~own).sum(1).float().mean()) if len(rows) else 0.0}
+    stats = {"n_anchors": int(has.sum()), "n_without_term": len(a) - int(has.sum()),
+             "mean_class_negatives": float((in_other & ~own).sum(1).float().mean())}
     return (loss, stats) if return_stats else loss
 
 # %% ../nbs/03_losses.ipynb #cdb2905d

@@ -148,10 +148,11 @@ def ref_class(
     o,    # `(M, d)` [CLASS] representations of the corpus rows
     P,    # `P[i]`: rows of `o` retrieved as class positives of instance i
     tau,  # temperature τ > 0
+    anchors=None,  # rows whose terms are averaged (None: all); every labeled row is summed over
 ):
-    "L_C, Eq. 7: positives C(i) and P_C(i); N_C(i) = P_C of other-class anchors; Z_c over k ≠ i and P_C(i) ∪ N_C(i)."
+    "L_C, Eq. 7: positives C(i) and P_C(i); N_C(i) = P_C of other-class instances; Z_c over k ≠ i and P_C(i) ∪ N_C(i)."
     Cv, O = [v for v in c.double()], [v for v in o.double()]; n = len(Cv); terms = []
-    for i in range(n):
+    for i in (range(n) if anchors is None else [int(a) for a in anchors]):
         C = [j for j in range(n) if j != i and y[j] == y[i]]
         NC = {k for a in range(n) if y[a] != y[i] for k in P[a]} - set(P[i])
         Zc = _lse([_f(Cv[i], Cv[k], tau) for k in range(n) if k != i] + [_f(Cv[i], O[k], tau) for k in set(P[i]) | NC])

