@@ -412,6 +412,89 @@ def _retrieve(store: RepresentationStore, d, c, k: int, levels: str) -> dict:
     if "c" in levels: sets["P_C"] = sets["P"] if by == "c" else store.search(d, c, k, "c")
     return sets
 
+class _CSSLMLoss:
+    "The loss of one batch for `train_csslm` — retrieval, fresh encoding of the retrieved rows, the method's terms — and the run's state."
+    def __init__(self, model, feats, y, corpus_feats, method, levels, k, temperature, warmup_epochs, corpus_grad,
+                 store, memory, sets_out):
+        self.model, self.feats, self.y, self.corpus_feats, self.method, self.levels = model, feats, y, corpus_feats, method, levels
+        self.k, self.temperature, self.warmup_epochs, self.corpus_grad = k, temperature, warmup_epochs, corpus_grad
+        self.store, self.memory, self.sets_out = store, memory, sets_out
+        self.dev = next(model.head.parameters()).device
+        self.epoch, self.switched_at, self.prev_dev, self.steps = 0, None, None, 0
+
+    def __call__(self, idx):
+        ids, mask, hidden = feature_rows(self.feats, idx, self.dev)
+        yb = self.y[idx].to(self.dev)
+        self.steps += 1
+        if self.store is None:                                                   # Standard, SCF: no corpus
+            x = self.model.represent(ids, mask, hidden)
+            loss = F.cross_entropy(self.model.head(x), yb)
+            return loss + supcon(x, yb, self.temperature, "out") if self.method == "scf" else loss
+        d, c = self.model(ids, mask, hidden)
+        x = torch.cat([d, c], 1)
+        logits = self.model.head(x)
+        sets, rows, rd, rc, loc = self._retrieved(d, c, len(idx))
+        loss = 0.0
+        if self.method == "css-lm":
+            loss = F.cross_entropy(logits, yb) + css_loss(x, yb, torch.cat([rd, rc], 1), loc("P"), loc("N"), self.temperature)
+        if self.switched_at is None:
+            loss = self._add_domain_and_class(loss, idx, d, c, yb, sets, rows, rd, rc, loc)
+        if self.method == "css-lm-st":
+            loss = loss + F.cross_entropy(logits, yb)
+            if "P" in sets:                                                     # + the pseudo-labeled retrieved positives
+                pm = loc("P")                                                   # (B, k) local rows; label: the anchor's class
+                pseudo = self.model.classify(rd[pm.flatten()], rc[pm.flatten()])
+                loss = loss + F.cross_entropy(pseudo, yb.repeat_interleave(pm.shape[1]))
+        if len(rows):
+            self.store.update(rows.cpu(), rd, rc)
+            for name in ("P", "P_D", "P_C"):
+                if name in sets:
+                    self.sets_out[name][idx] = sets[name].cpu().numpy()
+        return loss
+
+    def _retrieved(self, d, c, b: int) -> tuple:
+        "The batch's retrieved sets, their rows encoded fresh (`rd`, `rc`), and `loc(name)`: a set as local row ids."
+        none = torch.full((b, 1), -1, dtype=torch.long, device=self.dev)
+        sets = _retrieve(self.store, d, c, self.k, self.levels) if self.epoch >= self.warmup_epochs else {}
+        sets = {name: s.to(self.dev) for name, s in sets.items()}
+        rows = torch.unique(torch.cat([s.flatten() for s in sets.values()])) if sets else none[:0, 0]
+        if len(rows):
+            r_ids, r_mask, r_hidden = feature_rows(self.corpus_feats, rows.cpu().numpy(), self.dev)
+            with torch.set_grad_enabled(self.corpus_grad):
+                rd, rc = self.model(r_ids, r_mask, r_hidden)
+        else:
+            rd = rc = d.new_zeros(0, d.shape[1])
+        local = torch.full((len(self.store),), -1, dtype=torch.long, device=self.dev)
+        local[rows] = torch.arange(len(rows), device=self.dev)
+        return sets, rows, rd, rc, (lambda name: local[sets[name]] if name in sets else none)
+
+    def _add_domain_and_class(self, loss, idx, d, c, yb, sets, rows, rd, rc, loc):
+        "`loss` + L_D + L_C (Eqs. 6–7), before the switch; L_C over the batch, or over all N labeled instances from memory."
+        none = torch.full((len(idx), 1), -1, dtype=torch.long, device=self.dev)
+        if "d" in self.levels:
+            d_all = self.store.d.to(self.dev).index_put((rows,), rd) if len(rows) else self.store.d.to(self.dev)
+            loss = loss + domain_loss(d, d_all, sets["P_D"] if "P_D" in sets else none, self.temperature)
+        if "c" in self.levels and self.memory is None:
+            loss = loss + class_loss(c, yb, rc, loc("P_C"), self.temperature)
+        elif "c" in self.levels:                                                # Eq. 7 over all N labeled instances
+            mem, at = self.memory, torch.as_tensor(idx, dtype=torch.long, device=self.dev)
+            c_all, P_all = mem["c"].index_put((at,), c), mem["P_C"].clone()
+            P_all[at] = sets["P_C"] if "P_C" in sets else -1
+            c_o = self.store.c.to(self.dev).index_put((rows,), rc) if len(rows) else self.store.c.to(self.dev)
+            loss = loss + class_loss(c_all, self.y.to(self.dev), c_o, P_all, self.temperature, anchors=at)
+            mem["c"][at] = c.detach(); mem["P_C"] = P_all
+        return loss
+
+    def after_epoch(self, rec, switch: bool, has_dev: bool):
+        "Count the epoch; switch to L_CE + L_CSS when the dev score drops after the warm-up (§4.2)."
+        self.epoch += 1
+        rec["objective"] = "switched" if self.switched_at is not None else "full"
+        if (self.store is not None and switch and has_dev and self.switched_at is None and self.epoch > self.warmup_epochs
+                and self.prev_dev is not None and rec["dev_acc"] < self.prev_dev):
+            self.switched_at = rec["epoch"]
+        if has_dev:
+            self.prev_dev = rec["dev_acc"]
+
 def train_csslm(model: CSSLM, feats: dict, y, corpus_feats: dict | None = None, method: str = "css-lm",
                 levels: str = "dc", k: int = 16, epochs: int = 10, batch_size: int = 4, lr: float = 2e-5,
                 head_lr: float = 1e-3, temperature: float = 0.3, warmup_epochs: int = 1, switch: bool = True,
@@ -442,7 +525,6 @@ def train_csslm(model: CSSLM, feats: dict, y, corpus_feats: dict | None = None, 
     devc = next(model.head.parameters()).device
     enc_params = [p for p in model.encoder.parameters() if p.requires_grad]
     opt = torch.optim.AdamW([{"params": enc_params, "lr": lr}, {"params": model.head.parameters(), "lr": head_lr}])
-    state = {"epoch": 0, "switched_at": None, "prev_dev": None, "steps": 0}
     sets_out = {name: -np.ones((n, k), dtype=np.int64) for name in ("P", "P_D", "P_C")} if uses_corpus else {}
     store = memory = None
     if uses_corpus:
@@ -450,78 +532,16 @@ def train_csslm(model: CSSLM, feats: dict, y, corpus_feats: dict | None = None, 
         store = RepresentationStore(d0, c0, backend=backend)
         if class_sums == "all" and "c" in levels:        # c and P_C of every labeled instance, as last seen
             memory = {"c": encode(model, feats, corpus_batch)[1].to(devc), "P_C": torch.full((n, k), -1, dtype=torch.long, device=devc)}
-
-    def batch_loss(idx):
-        ids, mask, hidden = feature_rows(feats, idx, devc)
-        yb = y[idx].to(devc)
-        state["steps"] += 1
-        if not uses_corpus:
-            x = model.represent(ids, mask, hidden)
-            loss = F.cross_entropy(model.head(x), yb)
-            return loss + supcon(x, yb, temperature, "out") if method == "scf" else loss
-        d, c = model(ids, mask, hidden)
-        x = torch.cat([d, c], 1)
-        logits = model.head(x)
-        switched = state["switched_at"] is not None
-        retrieving = state["epoch"] >= warmup_epochs
-        none = torch.full((len(idx), 1), -1, dtype=torch.long, device=devc)
-        sets = _retrieve(store, d, c, k, levels) if retrieving else {}
-        sets = {name: s.to(devc) for name, s in sets.items()}
-        rows = torch.unique(torch.cat([s.flatten() for s in sets.values()])) if sets else none[:0, 0]
-        if len(rows):                                                           # encode the retrieved rows fresh
-            r_ids, r_mask, r_hidden = feature_rows(corpus_feats, rows.cpu().numpy(), devc)
-            with torch.set_grad_enabled(corpus_grad):
-                rd, rc = model(r_ids, r_mask, r_hidden)
-        else:
-            rd = rc = d.new_zeros(0, d.shape[1])
-        local = torch.full((len(store),), -1, dtype=torch.long, device=devc); local[rows] = torch.arange(len(rows), device=devc)
-        loc = lambda name: local[sets[name]] if name in sets else none
-        loss = 0.0
-        if method == "css-lm":
-            loss = F.cross_entropy(logits, yb) + css_loss(x, yb, torch.cat([rd, rc], 1), loc("P"), loc("N"), temperature)
-        if not switched:
-            if "d" in levels:
-                d_all = store.d.to(devc).index_put((rows,), rd) if len(rows) else store.d.to(devc)
-                loss = loss + domain_loss(d, d_all, sets["P_D"] if "P_D" in sets else none, temperature)
-            if "c" in levels and memory is None:
-                loss = loss + class_loss(c, yb, rc, loc("P_C"), temperature)
-            elif "c" in levels:                                                 # Eq. 7 over all N labeled instances
-                at = torch.as_tensor(idx, dtype=torch.long, device=devc)
-                c_all = memory["c"].index_put((at,), c)
-                P_all = memory["P_C"].clone()
-                P_all[at] = sets["P_C"] if "P_C" in sets else -1
-                c_o = store.c.to(devc).index_put((rows,), rc) if len(rows) else store.c.to(devc)
-                loss = loss + class_loss(c_all, y.to(devc), c_o, P_all, temperature, anchors=at)
-                memory["c"][at] = c.detach(); memory["P_C"] = P_all
-        if method == "css-lm-st":
-            loss = loss + F.cross_entropy(logits, yb)
-            if "P" in sets:                                                     # + the pseudo-labeled retrieved positives
-                pm = loc("P")                                                   # (B, k) local rows; label: the anchor's class
-                pseudo = model.classify(rd[pm.flatten()], rc[pm.flatten()])
-                loss = loss + F.cross_entropy(pseudo, yb.repeat_interleave(pm.shape[1]))
-        if len(rows):
-            store.update(rows.cpu(), rd, rc)
-            for name in ("P", "P_D", "P_C"):
-                if name in sets:
-                    sets_out[name][idx] = sets[name].cpu().numpy()
-        return loss
-
+    step = _CSSLMLoss(model, feats, y, corpus_feats, method, levels, k, temperature, warmup_epochs, corpus_grad,
+                      store, memory, sets_out)
     def dev_score():
         s = task_scores(model, dev[0], dev[1])
         return {"dev_acc": s["acc"], "dev_macro_f1": s["macro_f1"]}
-
-    def after_epoch(rec):
-        state["epoch"] += 1
-        rec["objective"] = "switched" if state["switched_at"] is not None else "full"
-        if (uses_corpus and switch and dev is not None and state["switched_at"] is None and state["epoch"] > warmup_epochs
-                and state["prev_dev"] is not None and rec["dev_acc"] < state["prev_dev"]):
-            state["switched_at"] = rec["epoch"]
-        if dev is not None:
-            state["prev_dev"] = rec["dev_acc"]
-
-    out = fit_epochs(model, opt, n, epochs, batch_size, rng, batch_loss, dev_score if dev is not None else None,
-                     "dev_acc" if dev is not None else None, after_epoch=after_epoch, log=log)
-    out.update(switched_at=state["switched_at"], sets=sets_out, steps=state["steps"], method=method, levels=levels,
+    out = fit_epochs(model, opt, n, epochs, batch_size, rng, step, dev_score if dev is not None else None,
+                     "dev_acc" if dev is not None else None, after_epoch=lambda rec: step.after_epoch(rec, switch, dev is not None),
+                     log=log)
+    out.update(switched_at=step.switched_at, sets=sets_out, steps=step.steps, method=method, levels=levels,
                class_sums=class_sums if uses_corpus and "c" in levels else None,
                class_memory=None if memory is None else {k_: v.cpu().numpy() for k_, v in memory.items()})
     return out
+
