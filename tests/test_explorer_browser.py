@@ -8,7 +8,9 @@ Chromium, driven by Playwright with real mouse events, and every check is read f
 * colouring a 20,000-point explorer by a text column with 20,000 distinct values, from the dropdown: at most
   24 categories + "other" are drawn and the page answers a hover within 2 s;
 * a hover whose `images` function raises shows the error in the hover panel;
-* a reload of the saved notebook with its kernel running draws every plot again, and selections still arrive.
+* a reload of the saved notebook with its kernel running draws every plot again, and selections still arrive;
+* the static output of headless runs and the docs: live once plotly.js loads (from the CDN, served locally here),
+  its PNG where it cannot.
 
 Screenshots of each go to tests/artifacts/explorer_*.png. The harness (`lab_server`, `open_notebook`, `scatter_info`)
 is reused by benchmarks/explorer.py.
@@ -410,3 +412,29 @@ def test_reload_draws_every_plot_again(lab_page):
     drag(page, path)
     panel_text_is(page, ".cnb-explorer .cnb-counts .cnb-count-total", f"{len(expected)} selected")
     page.screenshot(path=str(ARTIFACTS / "explorer_reload.png"))
+
+
+def test_static_figure_is_live_where_plotly_loads_and_a_png_where_not(tmp_path):
+    "The headless/docs output: the HTML draws the live figure once plotly.js (CDN) loads, and keeps its PNG when not."
+    from playwright.sync_api import sync_playwright
+    from contrastive_nb.evaluate import embedding_table
+    from contrastive_nb.explore import Explorer, _plotly_js_bytes
+    rng = np.random.default_rng(0)
+    ex = Explorer(embedding_table(rng.normal(size=(60, 4)), labels=np.repeat(np.arange(3), 20)), xy=rng.normal(size=(60, 2)))
+    page_html = "<html><body>" + ex.static().html() + "</body></html>"
+    (tmp_path / "static.html").write_text(page_html)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROME_ARGS)
+        try:
+            page = browser.new_page()
+            page.route("https://cdn.plot.ly/**", lambda route: route.fulfill(body=_plotly_js_bytes(), content_type="text/javascript"))
+            page.goto((tmp_path / "static.html").as_uri())
+            page.wait_for_selector(".cnb-static .js-plotly-plot", timeout=30_000)
+            assert page.locator("img.cnb-static-png").count() == 0
+            assert page.evaluate("document.querySelector('.js-plotly-plot')._fullData.filter(t => t.meta === 'points').length") == 3
+            offline = browser.new_page()
+            offline.route("https://cdn.plot.ly/**", lambda route: route.abort())
+            offline.goto((tmp_path / "static.html").as_uri())
+            assert offline.locator("img.cnb-static-png").is_visible() and offline.locator(".js-plotly-plot").count() == 0
+        finally:
+            browser.close()
