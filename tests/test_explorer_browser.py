@@ -286,16 +286,26 @@ def use_tool(scatter, title):
 # --- the notebook, opened once for the module ----------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def lab_page(tmp_path_factory):
+def browser():
+    "One headless Chromium for the module (Playwright's sync API allows one running instance at a time)."
     if not Path(CHROMIUM).exists():
         pytest.fail(f"Chromium not found at {CHROMIUM}; `make test` installs Debian's chromium (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROME_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture(scope="module")
+def lab_page(browser, tmp_path_factory):
     folder = tmp_path_factory.mktemp("lab")
     write_notebook(folder / "explorer.ipynb", CELLS)
     env = dict(os.environ, PATH=str(Path(tool("jupyter")).parent) + os.pathsep + os.environ.get("PATH", ""))
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with lab_server(folder, env) as (url, token), sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROME_ARGS)
+    with lab_server(folder, env) as (url, token):
         page = browser.new_page(viewport={"width": 1500, "height": 1000})
         page.on("dialog", lambda d: d.dismiss())
         try:
@@ -304,7 +314,7 @@ def lab_page(tmp_path_factory):
             page.wait_for_function("document.querySelectorAll('.cnb-scatter').length >= 5", timeout=240_000)
             yield page
         finally:
-            browser.close()
+            page.close()
 
 
 def scatters(page):
@@ -414,27 +424,23 @@ def test_reload_draws_every_plot_again(lab_page):
     page.screenshot(path=str(ARTIFACTS / "explorer_reload.png"))
 
 
-def test_static_figure_is_live_where_plotly_loads_and_a_png_where_not(tmp_path):
+def test_static_figure_is_live_where_plotly_loads_and_a_png_where_not(browser, tmp_path):
     "The headless/docs output: the HTML draws the live figure once plotly.js (CDN) loads, and keeps its PNG when not."
-    from playwright.sync_api import sync_playwright
     from contrastive_nb.evaluate import embedding_table
     from contrastive_nb.explore import Explorer, _plotly_js_bytes
     rng = np.random.default_rng(0)
     ex = Explorer(embedding_table(rng.normal(size=(60, 4)), labels=np.repeat(np.arange(3), 20)), xy=rng.normal(size=(60, 2)))
     page_html = "<html><body>" + ex.static().html() + "</body></html>"
     (tmp_path / "static.html").write_text(page_html)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROME_ARGS)
-        try:
-            page = browser.new_page()
-            page.route("https://cdn.plot.ly/**", lambda route: route.fulfill(body=_plotly_js_bytes(), content_type="text/javascript"))
-            page.goto((tmp_path / "static.html").as_uri())
-            page.wait_for_selector(".cnb-static .js-plotly-plot", timeout=30_000)
-            assert page.locator("img.cnb-static-png").count() == 0
-            assert page.evaluate("document.querySelector('.js-plotly-plot')._fullData.filter(t => t.meta === 'points').length") == 3
-            offline = browser.new_page()
-            offline.route("https://cdn.plot.ly/**", lambda route: route.abort())
-            offline.goto((tmp_path / "static.html").as_uri())
-            assert offline.locator("img.cnb-static-png").is_visible() and offline.locator(".js-plotly-plot").count() == 0
-        finally:
-            browser.close()
+    online, offline = browser.new_page(), browser.new_page()
+    try:
+        online.route("https://cdn.plot.ly/**", lambda route: route.fulfill(body=_plotly_js_bytes(), content_type="text/javascript"))
+        online.goto((tmp_path / "static.html").as_uri())
+        online.wait_for_selector(".cnb-static .js-plotly-plot", timeout=30_000)
+        assert online.locator("img.cnb-static-png").count() == 0
+        assert online.evaluate("document.querySelector('.js-plotly-plot')._fullData.filter(t => t.meta === 'points').length") == 3
+        offline.route("https://cdn.plot.ly/**", lambda route: route.abort())
+        offline.goto((tmp_path / "static.html").as_uri())
+        assert offline.locator("img.cnb-static-png").is_visible() and offline.locator(".js-plotly-plot").count() == 0
+    finally:
+        online.close(); offline.close()
