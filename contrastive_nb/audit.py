@@ -16,7 +16,7 @@ from .core import check_choice, check_int, check_range, embedding_matrix
 
 # %% auto #0
 __all__ = ['AssociationResult', 'association', 'association_test', 'cluster_metrics', 'audit_clusters', 'group_performance',
-           'performance_gaps', 'bias_direction', 'project', 'direction_stability']
+           'performance_gaps', 'bias_direction', 'project', 'direction_stability', 'audit_panel']
 
 # %% ../nbs/31_audit.ipynb #f24385a9
 class AssociationResult(tuple):
@@ -187,3 +187,12 @@ def direction_stability(a, b, method: str = "pca", n_resamples: int = 200, seed:
     cos = [abs(float(bias_direction(a[i], b[i], method) @ v)) for i in (rng.integers(0, len(a), len(a)) for _ in range(n_resamples))]
     return {"angle_mean": float(ang.mean()), "angle_std": float(ang.std(ddof=1)), "resample_cos_mean": float(np.mean(cos)),
             "resample_cos_min": float(np.min(cos)), "n_pairs": len(a)}
+
+# %% ../nbs/31_audit.ipynb #04ee7ee5
+def audit_panel(attributes):
+    "A panel for `explore.Explorer(..., panels=[...])`: a function of the explorer giving each group's mean silhouette."
+    attributes = [attributes] if isinstance(attributes, str) else list(attributes)
+    def panel(explorer) -> tuple[str, pd.DataFrame]:
+        return f"audit: mean silhouette per group ({' × '.join(attributes)})", audit_clusters(explorer.table, attributes)[1]
+    panel.__name__ = f"audit_panel({attributes!r})"
+    return panel

@@ -59,23 +59,62 @@ def embedding_table(embeddings, ids=None, split="test", labels=None, **columns) 
     df["embedding"] = list(z.astype(np.float32))
     return df
 
+def _bad_embedding_cell(df: pd.DataFrame) -> str:
+    "Which row of `df['embedding']` breaks the (n, d) matrix, and how, as a phrase (the slow path of `table_embeddings`)."
+    d = None
+    for i, e in enumerate(df["embedding"].to_numpy()):
+        ident = df["id"].iloc[i] if "id" in df else None
+        where = f"row {i}" + ("" if ident is None else f" (id {getattr(ident, 'item', lambda: ident)()!r})")
+        if e is None or (np.ndim(e) == 0 and pd.isna(e)):
+            return f"{where} has no embedding (null)"
+        try:
+            v = np.asarray(e, dtype=np.float32)
+        except (TypeError, ValueError):
+            return f"{where} holds something that is not a vector of numbers ({type(e).__name__})"
+        if v.ndim != 1:
+            return f"{where} holds a {v.ndim}-D value, not a vector"
+        if d is None:
+            d = len(v)
+        elif len(v) != d:
+            return f"{where} has {len(v)} values where row 0 has {d}: every row needs a vector of the same length"
+    return "its cells do not stack into an (n, d) matrix"
+
 def table_embeddings(df: pd.DataFrame) -> np.ndarray:
-    "The `(n, d)` float32 matrix of a table's `embedding` column."
+    "The `(n, d)` float32 matrix of a table's `embedding` column; a null, ragged or non-numeric cell is named by its row."
     if "embedding" not in df:
         raise ValueError("`df` has no 'embedding' column; build it with embedding_table")
-    return np.stack(df["embedding"].to_numpy()).astype(np.float32) if len(df) else np.zeros((0, 0), np.float32)
+    if not len(df):
+        return np.zeros((0, 0), np.float32)
+    try:
+        z = np.stack(df["embedding"].to_numpy()).astype(np.float32)
+    except (TypeError, ValueError):
+        z = None
+    if z is None or z.ndim != 2:
+        raise ValueError(f"the 'embedding' column cannot be used: {_bad_embedding_cell(df)}")
+    return z
 
 def save_embedding_table(df: pd.DataFrame, path) -> Path:
     "Write the table as parquet, atomically."
     return atomic_write_parquet(path, df)
 
 def load_embedding_table(path) -> pd.DataFrame:
-    "Read a table written by `save_embedding_table` (embeddings come back as float32 arrays)."
+    "Read a table written by `save_embedding_table` (embeddings come back as float32 arrays); bad files are named."
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no embedding table at {path}")
-    df = pd.read_parquet(path)
-    df["embedding"] = [np.asarray(e, dtype=np.float32) for e in df["embedding"]]
+    try:
+        df = pd.read_parquet(path)
+    except (OSError, ValueError) as e:          # pyarrow's ArrowInvalid is a ValueError, its IO errors OSErrors
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ValueError(f"{path} is not a readable parquet file ({reason})") from None
+    if "embedding" not in df:
+        raise ValueError(f"{path} has no 'embedding' column (it has {list(df.columns)}); "
+                         "an embedding table is written by save_embedding_table")
+    try:
+        z = table_embeddings(df)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
+    df["embedding"] = list(z)
     return df
 
 # %% ../nbs/07_evaluate.ipynb #627be931
