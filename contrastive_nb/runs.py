@@ -7,21 +7,30 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import datetime as _dt
+import json
+import math
 import os
+import re
 import shutil
 import sys
+import threading
 import time
 from pathlib import Path
 
-from .core import atomic_write_json, check_choice, new_run_dir
+from .core import atomic_write_json, check_choice, check_int, check_range, new_run_dir, read_json
 
 # %% auto #0
-__all__ = ['notebook_parameters', 'coerce_value', 'check_parameters', 'run_notebook', 'collect_results', 'format_summary',
-           'summarize', 'load_sweep', 'sweep_runs', 'run_sweep', 'sweep_results', 'main']
+__all__ = ['notebook_parameters', 'coerce_value', 'check_parameters', 'check_run_name', 'RunBusyError', 'remove_stale_partials',
+           'run_notebook', 'collect_results', 'format_summary', 'summarize', 'load_sweep', 'sweep_runs', 'run_sweep',
+           'sweep_results', 'main']
 
 # %% ../nbs/40_runs.ipynb #abbadca7
 _TYPES = {"int": int, "float": float, "str": str, "bool": bool, "list": list, "dict": dict, "None": type(None)}
+# a default written as float("nan"), float('-inf'), math.inf, np.nan, numpy.inf, torch.inf (any case)
+_NON_FINITE_SOURCE = re.compile(r"[-+]?\s*(float\(\s*(['\"])[-+]?(nan|inf|infinity)\2\s*\)|(math|np|numpy|torch)\.(nan|inf))",
+                                re.IGNORECASE)
 
 def notebook_parameters(notebook) -> dict:
     "The notebook's parameters: name → {'default': source text, 'type': type name, 'help': comment}."
@@ -29,7 +38,13 @@ def notebook_parameters(notebook) -> dict:
     path = Path(notebook)
     if not path.exists():
         raise FileNotFoundError(f"`notebook` does not exist: {path}")
-    params = pm.inspect_notebook(str(path))
+    if not path.is_file():
+        raise ValueError(f"`notebook` must be a .ipynb file; {path} is a folder")
+    try:
+        params = pm.inspect_notebook(str(path))
+    except Exception as e:
+        raise ValueError(f"{path} is not a readable Jupyter notebook ({type(e).__name__}: "
+                         f"{(str(e).splitlines() or [''])[0][:200]})") from None
     if not params:
         raise ValueError(f"{path} has no cell tagged 'parameters'; tag one so its values can be set per run")
     out = {}
@@ -39,17 +54,22 @@ def notebook_parameters(notebook) -> dict:
             try:
                 tname = type(ast.literal_eval(v["default"])).__name__
             except (ValueError, SyntaxError):
-                tname = "None"
+                tname = "float" if _NON_FINITE_SOURCE.fullmatch(v["default"].strip()) else "None"
             tname = tname if tname in _TYPES else "None"
         out[k] = {"default": v["default"], "type": tname, "help": v["help"]}
     return out
 
-def coerce_value(text: str):
+# %% ../nbs/40_runs.ipynb #a29c7788
+def coerce_value(text: str, type_name: str | None = None):
     """Read a command-line value: a Python/YAML literal when it parses as one (3, 0.5, True, [1, 2]), else the string.
 
-    Nothing is evaluated: `ast.literal_eval` and `yaml.safe_load` only read literals, and anything else (code, a YAML
-    tag such as `!!python/object`) comes back as the plain string, which papermill writes as an escaped literal."""
+    `type_name` is the parameter's declared type (`notebook_parameters`): 'str' takes the text verbatim; 'float'
+    also reads `nan`/`inf`/`-inf`. Nothing is evaluated: `ast.literal_eval` and `yaml.safe_load` only read
+    literals, and anything else (code, a YAML tag such as `!!python/object`) comes back as the plain string, which
+    papermill writes as an escaped literal."""
     import yaml
+    if type_name == "str":
+        return text
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
@@ -57,64 +77,208 @@ def coerce_value(text: str):
     try:
         v = yaml.safe_load(text)
     except yaml.YAMLError:
-        return text
-    return v if isinstance(v, (bool, int, float, list, dict)) or v is None else text
+        v = text
+    v = v if isinstance(v, (bool, int, float, list, dict)) or v is None else text
+    if type_name == "float" and isinstance(v, str):
+        with contextlib.suppress(ValueError):
+            return float(text)                      # nan, inf, -inf, infinity: refused later unless the default is
+    return v
+
+# %% ../nbs/40_runs.ipynb #1c15b9e1
+def _non_finite(v) -> bool:
+    "Whether `v` is, or (in a list or dict) holds, a NaN or an infinity."
+    if isinstance(v, float):
+        return not math.isfinite(v)
+    if isinstance(v, (list, tuple)):
+        return any(_non_finite(x) for x in v)
+    if isinstance(v, dict):
+        return any(_non_finite(x) for x in v.values())
+    return False
+
+def _default_non_finite(source: str) -> bool:
+    "Whether a parameter's default (its source text) is non-finite: `float('nan')`, `math.inf`, `-np.inf`, `1e999`."
+    try:
+        return _non_finite(ast.literal_eval(source))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return bool(_NON_FINITE_SOURCE.fullmatch(source.strip()))
 
 def check_parameters(notebook, values: dict) -> dict:
-    "Refuse names the notebook does not declare and values whose type differs from the default's; ints pass as floats."
+    """Refuse names the notebook does not declare, values whose type differs from the default's, and NaN/infinity
+    where the default is finite; ints pass as floats."""
     declared = notebook_parameters(notebook)
     unknown = sorted(set(values) - set(declared))
     if unknown:
         raise ValueError(f"unknown parameter(s) {unknown} for {Path(notebook).name}; it declares {sorted(declared)}")
     out = {}
     for k, v in values.items():
-        tname = declared[k]["type"]
+        tname, default = declared[k]["type"], declared[k]["default"]
         want = _TYPES.get(tname)
         if want is None or tname == "None" or isinstance(v, want) and not (want is int and isinstance(v, bool)):
             out[k] = v
         elif want is float and isinstance(v, int) and not isinstance(v, bool):
             out[k] = float(v)
         else:
+            quote = " (in a YAML file, quote text such as 'no' or '123')" if want is str else ""
             raise ValueError(f"parameter `{k}` of {Path(notebook).name} takes a {tname} "
-                             f"(default {declared[k]['default']}); got {v!r} ({type(v).__name__})")
+                             f"(default {default}); got {v!r} ({type(v).__name__}){quote}")
+        if _non_finite(out[k]) and not _default_non_finite(default):
+            raise ValueError(f"parameter `{k}` of {Path(notebook).name} takes finite numbers (default {default}); "
+                             f"got {v!r}: NaN and infinity are accepted only where the notebook's default is one")
     return out
 
-# %% ../nbs/40_runs.ipynb #9d74d559
-def run_notebook(notebook, name: str | None = None, parameters: dict | None = None, root="runs",
-                 timeout: float | None = 3600, log_output: bool = True, progress: bool = False) -> Path:
-    "Execute `notebook` with `parameters` into `root/name/`; returns the folder. Raises if the notebook fails."
+# %% ../nbs/40_runs.ipynb #0b36c09e
+_MAX_NAME_BYTES = 200
+
+def check_run_name(name, arg: str = "name") -> str:
+    "Refuse a run or sweep name that is not one plain folder name inside the root; returns it."
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"`{arg}` must be a non-empty folder name; got {name!r}")
+    shown = name if len(name) <= 60 else name[:57] + "..."
+    if any(c in "/\\" or ord(c) < 32 for c in name):
+        raise ValueError(f"`{arg}`={shown!r} must be one folder name inside the root: no path separators "
+                         "or control characters")
+    if name.startswith("."):
+        raise ValueError(f"`{arg}`={shown!r} must not start with '.': hidden names are the partial runs and "
+                         "locks, and `results` skips them")
+    if ".failed-" in name:
+        raise ValueError(f"`{arg}`={shown!r} must not contain '.failed-', which marks a sweep's failed attempts")
+    if len(name.encode()) > _MAX_NAME_BYTES:
+        raise ValueError(f"`{arg}` is {len(name.encode())} bytes long ({shown!r}); at most {_MAX_NAME_BYTES} are allowed")
+    return name
+
+# %% ../nbs/40_runs.ipynb #ffdc0bd9
+class RunBusyError(RuntimeError):
+    "Another process holds the lock of this run or sweep."
+
+_PARTIAL = re.compile(r"\.(?P<name>.+)\.partial-(?P<pid>\d+)-(?P<ms>\d+)")
+
+def _lock_path(root, name: str) -> Path:
+    "The lock of run `name` under `root` (the sweep's own lock is `.locks/.sweep.lock`: no run name starts with '.')."
+    return Path(root) / ".locks" / f"{name}.lock"
+
+@contextlib.contextmanager
+def _holding(lock_path, busy: str, wait: bool = False, log=None):
+    "Hold the lock at `lock_path`: raise `RunBusyError(busy)` when another process holds it, or (`wait`) wait."
+    from filelock import FileLock, Timeout
+    Path(lock_path).parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(lock_path))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        if not wait:
+            raise RunBusyError(busy) from None
+        if log is not None:
+            log(f"waiting: {busy}")
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
+
+def _partials(root, name: str | None = None) -> list:
+    "The hidden partial run folders under `root` (of run `name` only, when given) as `(path, run name)`."
+    found = [(p, m["name"]) for p in sorted(Path(root).glob(".*.partial-*")) if (m := _PARTIAL.fullmatch(p.name))]
+    return [(p, n) for p, n in found if p.is_dir() and (name is None or n == name)]
+
+def remove_stale_partials(root) -> list:
+    "Delete the partial run folders under `root` whose owner process is gone (nobody holds the run's lock)."
+    removed = []
+    for p, name in _partials(root):
+        try:
+            with _holding(_lock_path(root, name), busy=""):
+                shutil.rmtree(p)
+                removed.append(p)
+        except RunBusyError:
+            continue                                   # its run is in progress in another process
+    return removed
+
+# %% ../nbs/40_runs.ipynb #8ea257a5
+def _run_status(folder: Path) -> str | None:
+    "The `status` of a run folder's status.json ('ok', 'failed'), or None when there is none or it is unreadable."
+    try:
+        st = read_json(folder / "status.json")
+    except (FileNotFoundError, ValueError):
+        return None
+    return st.get("status") if isinstance(st, dict) else None
+
+def _set_aside(folder: Path) -> Path:
+    "Rename a failed run folder to `<name>.failed-<k>` (the first free k); returns the new path."
+    k = 1
+    while (folder.parent / f"{folder.name}.failed-{k}").exists():
+        k += 1
+    os.rename(folder, folder.parent / f"{folder.name}.failed-{k}")
+    return folder.parent / f"{folder.name}.failed-{k}"
+
+def _publish(work: Path, final: Path) -> Path:
+    "Rename the finished partial folder to `final`, or to `final-<k>` if something else made `final` meanwhile."
+    target, k = final, 1
+    while target.exists() or target.is_symlink():
+        k += 1
+        target = final.parent / f"{final.name}-{k}"
+    os.rename(work, target)
+    if target != final:
+        import warnings
+        warnings.warn(f"{final} appeared while this run was in progress (made by a process that does not take the "
+                      f"run's lock); this run is kept as {target}")
+    return target
+
+def _execute(notebook: Path, work: Path, params: dict, timeout, log_output: bool, progress: bool) -> dict:
+    "Run papermill into `work`; returns the status written to `work/status.json` (the error is kept, not raised)."
     import papermill as pm
-    notebook = Path(notebook).resolve()
-    params = check_parameters(notebook, dict(parameters or {}))
-    name = name or f"{notebook.stem}-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
-    root = Path(root)
-    final = root / name
-    if final.exists():
-        raise FileExistsError(f"run folder {final} already exists; choose another `name`")
-    work = new_run_dir(f".{name}.partial-{os.getpid()}-{int(time.time() * 1000)}", root)
-    if "out_dir" in notebook_parameters(notebook):
-        params.setdefault("out_dir", ".")      # the notebook runs inside its run folder
-    atomic_write_json(work / "parameters.json", {"notebook": str(notebook), "parameters": params})
-    # the kernel must be this environment's Python: put it first on PATH for the kernel process
-    here = os.path.dirname(sys.executable)
+    here = os.path.dirname(sys.executable)      # the kernel must be this environment's Python: first on PATH
     if os.environ.get("PATH", "").split(os.pathsep)[0] != here:
         os.environ["PATH"] = here + os.pathsep + os.environ.get("PATH", "")
     # no front end renders widgets in a papermill run: explorers show their static figures (explore.has_frontend)
     os.environ.setdefault("CONTRASTIVE_NB_HEADLESS", "1")
-    out_nb, t0, error = work / notebook.name, time.time(), None
+    t0, error = time.time(), None
     try:
         with open(work / "log.txt", "w") as log:
-            pm.execute_notebook(str(notebook), str(out_nb), parameters=params, kernel_name="python3",
+            pm.execute_notebook(str(notebook), str(work / notebook.name), parameters=params, kernel_name="python3",
                                 log_output=log_output, stdout_file=log, stderr_file=log, progress_bar=progress,
                                 cwd=str(work), execution_timeout=timeout)
-    except BaseException as e:   # keep the partial notebook; re-raise after the folder is in place
+    except BaseException as e:   # keep the partial notebook; the caller re-raises after the folder is in place
         error = e
-    status = {"status": "ok" if error is None else "failed", "error": None if error is None else f"{type(error).__name__}: {error}"[:2000],
+    status = {"status": "ok" if error is None else "failed",
+              "error": None if error is None else f"{type(error).__name__}: {error}"[:2000],
               "seconds": round(time.time() - t0, 2), "finished": _dt.datetime.now().isoformat(timespec="seconds")}
     atomic_write_json(work / "status.json", status)
-    os.replace(work, final)
-    if error is not None:
-        raise RuntimeError(f"run {name!r} failed ({status['error'][:300]}); the partial notebook is {final / notebook.name}") from error
+    status["exception"] = error
+    return status
+
+# %% ../nbs/40_runs.ipynb #9d74d559
+def run_notebook(notebook, name: str | None = None, parameters: dict | None = None, root="runs",
+                 timeout: float | None = 3600, log_output: bool = True, progress: bool = False,
+                 replace_failed: bool = False,   # a failed run of this name is set aside as name.failed-k, then rerun
+                 ) -> Path:
+    "Execute `notebook` with `parameters` into `root/name/`; returns the folder. Raises if the notebook fails."
+    declared = notebook_parameters(notebook)                    # a readable notebook, or a sentence
+    notebook = Path(notebook).resolve()
+    name = check_run_name(name or f"{notebook.stem}-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}")
+    if timeout is not None:
+        check_range("timeout", timeout, 0, low_inclusive=False)
+    params = check_parameters(notebook, dict(parameters or {}))
+    root = Path(root)
+    if root.exists() and not root.is_dir():
+        raise ValueError(f"`root` must be a folder for the runs; {root} is a file")
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / name
+    with _holding(_lock_path(root, name), busy=f"run {final} is in progress in another process (it holds "
+                  f"{_lock_path(root, name)}); wait for it to finish, or choose another `name`"):
+        for p, _ in _partials(root, name):                      # we hold the name: these owners are gone
+            shutil.rmtree(p, ignore_errors=True)
+        if final.exists() or final.is_symlink():
+            if not replace_failed or _run_status(final) == "ok":
+                raise FileExistsError(f"run folder {final} already exists; choose another `name`")
+            _set_aside(final)
+        work = new_run_dir(f".{name}.partial-{os.getpid()}-{int(time.time() * 1000)}", root)
+        if "out_dir" in declared:
+            params.setdefault("out_dir", ".")      # the notebook runs inside its run folder
+        atomic_write_json(work / "parameters.json", {"notebook": str(notebook), "parameters": params})
+        status = _execute(notebook, work, params, timeout, log_output, progress)
+        final = _publish(work, final)
+    if status["exception"] is not None:
+        raise RuntimeError(f"run {name!r} failed ({status['error'][:300]}); the partial notebook is "
+                           f"{final / notebook.name}") from status["exception"]
     return final
 
 # %% ../nbs/40_runs.ipynb #c9f1b780
@@ -128,19 +292,31 @@ def _flatten(d: dict, prefix: str = "") -> dict:
             out[key] = v
     return out
 
+def _run_row(d: Path, metrics_file: str) -> dict:
+    "One run folder as a row: `run`, `status`, `param/…` and the flattened metrics; malformed files are named."
+    def mapping(path, key=None):
+        obj = read_json(path)
+        if not isinstance(obj, dict) or (key is not None and not isinstance(obj.get(key), (dict, str))):
+            want = f"a mapping with the key {key!r}" if key else "a mapping"
+            raise ValueError(f"{path} must hold {want}, as `contrastive-nb run` writes it; got {str(obj)[:80]}")
+        return obj
+    params = mapping(d / "parameters.json", "parameters")["parameters"]
+    if not isinstance(params, dict):
+        raise ValueError(f"{d / 'parameters.json'}: its key 'parameters' must map parameter names to values")
+    row = {"run": d.name, "status": mapping(d / "status.json", "status")["status"] if (d / "status.json").exists() else "unknown"}
+    row.update({f"param/{k}": v for k, v in params.items() if k != "out_dir"})
+    if (d / metrics_file).exists():
+        row.update(_flatten(mapping(d / metrics_file)))
+    return row
+
 def collect_results(root, metrics_file: str = "metrics.json"):
     "One row per run folder under `root`: `run`, `status`, the parameters (`param/…`) and flattened metrics."
     import pandas as pd
-    from contrastive_nb.core import read_json
-    rows = []
-    for d in sorted(Path(root).iterdir()) if Path(root).exists() else []:
-        if not d.is_dir() or d.name.startswith(".") or not (d / "parameters.json").exists():
-            continue
-        row = {"run": d.name, "status": read_json(d / "status.json")["status"] if (d / "status.json").exists() else "unknown"}
-        row.update({f"param/{k}": v for k, v in read_json(d / "parameters.json")["parameters"].items() if k != "out_dir"})
-        if (d / metrics_file).exists():
-            row.update(_flatten(read_json(d / metrics_file)))
-        rows.append(row)
+    root = Path(root)
+    if root.exists() and not root.is_dir():
+        raise ValueError(f"`root` must be a folder of runs (e.g. runs/<sweep>); {root} is a file")
+    rows = [_run_row(d, metrics_file) for d in (sorted(root.iterdir()) if root.exists() else [])
+            if d.is_dir() and not d.name.startswith(".") and (d / "parameters.json").exists()]
     return pd.DataFrame(rows)
 
 def format_summary(summary) -> "pd.DataFrame":
@@ -161,29 +337,80 @@ def summarize(results, metrics: list, by: list, seed_col: str = "param/seed"):
     return g
 
 # %% ../nbs/40_runs.ipynb #3267ba4b
-def load_sweep(path) -> dict:
-    "Read and check a sweep file; returns the spec with defaults filled in."
+def _read_yaml(path, what: str = "file"):
+    "The YAML document in `path` (safe_load: plain data only); every failure is a sentence naming the file."
     import yaml
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"sweep file does not exist: {path}")
-    spec = yaml.safe_load(path.read_text()) or {}
-    unknown = set(spec) - {"notebook", "name", "parameters", "grid", "seeds", "parallel", "retries", "timeout",
-                           "backend", "ray_address"}
+        raise FileNotFoundError(f"{what} does not exist: {path}")
+    if not path.is_file():
+        raise ValueError(f"{what} {path} is a folder, not a YAML file")
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{what} {path} is not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start})") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+        at = f" line {mark.line + 1}, column {mark.column + 1}:" if mark is not None else ""
+        problem = getattr(e, "problem", None) or (str(e).splitlines() or ["?"])[0]
+        raise ValueError(f"{what} {path} is not valid YAML:{at} {problem}") from None
+    except RecursionError:
+        raise ValueError(f"{what} {path} nests too deeply to be a sweep or parameters file") from None
+
+_SWEEP_KEYS = {"notebook", "name", "parameters", "grid", "seeds", "parallel", "retries", "timeout", "backend",
+               "ray_address"}
+
+def load_sweep(path) -> dict:
+    "Read and check a sweep file; returns the spec with defaults filled in. Every refusal names the file and key."
+    path = Path(path)
+    spec = _read_yaml(path, "sweep file")
+    spec = {} if spec is None else spec
+    def fail(msg): raise ValueError(f"{path}: {msg}")
+    if not isinstance(spec, dict):
+        fail(f"a sweep file holds a mapping (notebook:, name:, grid:, seeds:, …); this one holds a {type(spec).__name__}")
+    unknown = set(map(str, spec)) - _SWEEP_KEYS
     if unknown:
-        raise ValueError(f"{path}: unknown key(s) {sorted(unknown)}")
+        fail(f"unknown key(s) {sorted(unknown)}; a sweep file takes {sorted(_SWEEP_KEYS)}")
     for key in ("notebook", "name"):
         if key not in spec:
-            raise ValueError(f"{path}: the sweep needs `{key}`")
+            fail(f"the sweep needs `{key}`")
+    if not isinstance(spec["notebook"], str):
+        fail(f"`notebook` must be the path of a .ipynb file; got {spec['notebook']!r}")
     nb = Path(spec["notebook"])
     spec["notebook"] = str(nb if nb.is_absolute() else (path.parent / nb if (path.parent / nb).exists() else nb))
+    if not Path(spec["notebook"]).exists():
+        raise FileNotFoundError(f"{path}: `notebook` {nb} does not exist (a relative path is read from the sweep "
+                                "file's folder, then from the current folder)")
+    try:
+        check_run_name(spec["name"], "name")
+    except ValueError as e:
+        fail(str(e))
     spec.setdefault("parameters", {}); spec.setdefault("grid", {}); spec.setdefault("seeds", [0])
     spec.setdefault("retries", 1); spec.setdefault("timeout", 3600); spec.setdefault("backend", "local")
-    check_choice("backend", spec["backend"], ["local", "ray"])
-    if not isinstance(spec["grid"], dict) or not all(isinstance(v, list) and v for v in spec["grid"].values()):
-        raise ValueError(f"{path}: `grid` must map parameter names to non-empty lists of values")
+    if not isinstance(spec["parameters"], dict) or not all(isinstance(k, str) for k in spec["parameters"]):
+        fail(f"`parameters` must map parameter names to values; got {spec['parameters']!r}")
+    if (not isinstance(spec["grid"], dict) or not all(isinstance(k, str) for k in spec["grid"])
+            or not all(isinstance(v, list) and v for v in spec["grid"].values())):
+        fail("`grid` must map parameter names to non-empty lists of values")
+    seeds = spec["seeds"]
+    if (not isinstance(seeds, list) or not seeds or len(set(map(repr, seeds))) != len(seeds)
+            or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)):
+        fail(f"`seeds` must be a non-empty list of distinct non-negative integers, such as [0, 1, 2]; got {seeds!r}")
+    if "seed" in spec["grid"] or "seed" in spec["parameters"]:
+        fail("`seed` is set by `seeds`, not by `grid` or `parameters`")
+    for key, check in [("retries", lambda v: check_int("retries", v, 0)),
+                       ("timeout", lambda v: check_range("timeout", v, 0, low_inclusive=False)),
+                       ("parallel", lambda v: v is None or check_int("parallel", v, 1)),
+                       ("backend", lambda v: check_choice("backend", v, ["local", "ray"]))]:
+        try:
+            check(spec.get(key))
+        except ValueError as e:
+            fail(str(e))
+    if spec.get("ray_address") is not None and not isinstance(spec["ray_address"], str):
+        fail(f"`ray_address` must be HOST:PORT text; got {spec['ray_address']!r}")
     return spec
 
+# %% ../nbs/40_runs.ipynb #7f43b0ef
 def _slug(v) -> str:
     return "".join(c if c.isalnum() or c in ".-" else "_" for c in str(v))
 
@@ -196,16 +423,16 @@ def sweep_runs(spec: dict) -> list:
         for seed in spec["seeds"]:
             params = {**spec["parameters"], **dict(zip(keys, values)), "seed": seed}
             name = "_".join(f"{k}-{_slug(v)}" for k, v in zip(keys, values)) + f"_seed-{seed}"
+            try:
+                check_run_name(name, "run name")
+            except ValueError as e:
+                raise ValueError(f"the grid point {dict(zip(keys, values))} gives a run name that cannot be used: {e}") from None
             runs.append((name, check_parameters(spec["notebook"], params)))
     if len({n for n, _ in runs}) != len(runs):
         raise ValueError("two grid points give the same run name; make the grid values distinct")
     return runs
 
-def _run_status(folder: Path) -> str | None:
-    from contrastive_nb.core import read_json
-    f = folder / "status.json"
-    return read_json(f)["status"] if f.exists() else None
-
+# %% ../nbs/40_runs.ipynb #740e1d24
 def _ray_executor(address: str | None):
     "A function `(cmd, env_updates) -> (returncode, stderr)` that runs the command as a task on a Ray cluster."
     try:
@@ -225,31 +452,44 @@ def _ray_executor(address: str | None):
 
     return lambda cmd, env_updates: ray.get(_remote_run.remote(cmd, env_updates))
 
-def run_sweep(sweep_file, root="runs", parallel: int | None = None, log=print, backend: str | None = None,
-              ray_address: str | None = None) -> dict:
-    "Run every missing run of a sweep; returns `{run: 'ok' | 'failed' | 'skipped'}` (also in sweep_status.json)."
-    import json as _json
+def _local_executor(cmd, env_updates):
     import subprocess
+    p = subprocess.run(cmd, env={**os.environ, **env_updates}, capture_output=True, text=True)
+    return p.returncode, p.stdout[-2000:], p.stderr[-4000:]
+
+def _run_command(spec: dict, declared: dict, name: str, params: dict, out: Path) -> list:
+    "The `contrastive-nb run` command of one sweep run (string parameters verbatim, others as JSON)."
+    cmd = [sys.executable, "-c", "import sys; from contrastive_nb.runs import main; sys.exit(main(sys.argv[1:]))",
+           "run", str(Path(spec["notebook"]).resolve()), "--name", name, "--root", str(out),
+           "--timeout", str(spec["timeout"]), "--replace-failed"]
+    for k, v in params.items():
+        cmd += ["-p", k, v if isinstance(v, str) and declared[k]["type"] == "str" else json.dumps(v)]
+    return cmd
+
+# %% ../nbs/40_runs.ipynb #a56acb1a
+def _sweep_all(spec: dict, runs: list, out: Path, parallel, log, backend: str, ray_address) -> dict:
+    "Run the missing runs of a sweep whose lock is held; `sweep_status.json` follows every change."
     from concurrent.futures import ThreadPoolExecutor
     import torch
-    spec = load_sweep(sweep_file)
-    runs = sweep_runs(spec)                                  # refuses bad parameters before anything runs
-    out = (Path(root) / spec["name"]).resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    backend = check_choice("backend", backend or spec["backend"], ["local", "ray"])
-    for stale in out.glob(".*.partial-*"):                   # a previous sweep killed mid-run
-        shutil.rmtree(stale, ignore_errors=True)
+    declared = notebook_parameters(spec["notebook"])
+    stale = remove_stale_partials(out)
+    if stale:
+        log(f"removed {len(stale)} partial folder(s) of killed runs: {[p.name for p in stale][:5]}")
     n_gpu = torch.cuda.device_count() if backend == "local" else 0
-    if backend == "ray":
-        execute = _ray_executor(ray_address or spec.get("ray_address"))
-    else:
-        def execute(cmd, env_updates):
-            p = subprocess.run(cmd, env={**os.environ, **env_updates}, capture_output=True, text=True)
-            return p.returncode, p.stdout[-2000:], p.stderr[-4000:]
+    execute = _ray_executor(ray_address or spec.get("ray_address")) if backend == "ray" else _local_executor
     parallel = parallel or spec.get("parallel") or max(1, n_gpu)
     todo = [(n, p) for n, p in runs if _run_status(out / n) != "ok"]
-    todo_names = {n for n, _ in todo}
-    result = {n: "skipped" for n, _ in runs if n not in todo_names}
+    result = {n: "skipped" for n, _ in runs} | {n: "pending" for n, _ in todo}
+    guard = threading.Lock()
+    def record(name=None, status=None):
+        with guard:
+            if name is not None:
+                result[name] = status
+            atomic_write_json(out / "sweep_status.json", {
+                "sweep": spec["name"], "notebook": spec["notebook"], "runs": result,
+                "failed": sorted(n for n, s in result.items() if s == "failed"),
+                "pending": sorted(n for n, s in result.items() if s == "pending")})
+    record()
     log(f"sweep {spec['name']}: {len(runs)} runs, {len(runs) - len(todo)} already done, running {len(todo)}, "
         f"{parallel} at a time ({backend})")
     slots = list(range(parallel))
@@ -259,32 +499,50 @@ def run_sweep(sweep_file, root="runs", parallel: int | None = None, log=print, b
         slot = slots.pop()
         try:
             for attempt in range(int(spec["retries"]) + 1):
-                folder = out / name
-                if folder.exists():                          # a failed earlier attempt: keep it aside
-                    k = 1
-                    while (out / f"{name}.failed-{k}").exists(): k += 1
-                    os.replace(folder, out / f"{name}.failed-{k}")
-                cmd = [sys.executable, "-c", "import sys; from contrastive_nb.runs import main; sys.exit(main(sys.argv[1:]))",
-                       "run", str(Path(spec["notebook"]).resolve()), "--name", name, "--root", str(out),
-                       "--timeout", str(spec["timeout"])]
-                for k, v in params.items():
-                    cmd += ["-p", k, _json.dumps(v) if not isinstance(v, str) else v]
+                with _holding(_lock_path(out, name), busy=f"run {name} is in progress in another process", wait=True,
+                              log=lambda m: log(f"  {m}")):
+                    pass                                   # wait for another process's run of this name to end
+                if _run_status(out / name) == "ok":
+                    break
                 env_updates = {"CUDA_VISIBLE_DEVICES": str(slot % n_gpu)} if n_gpu else {}
-                rc, _, err = execute(cmd, env_updates)
-                if rc == 0 and _run_status(folder) == "ok":
-                    log(f"  ok      {name}")
-                    return name, "ok"
+                try:
+                    rc, _, err = execute(_run_command(spec, declared, name, params, out), env_updates)
+                except Exception as e:                     # the executor itself failed (e.g. a Ray cluster went away)
+                    rc, err = 1, f"{type(e).__name__}: {e}"
+                if rc == 0 and _run_status(out / name) == "ok":
+                    break
                 log(f"  failed  {name} (attempt {attempt + 1}): {(err.strip().splitlines() or ['?'])[-1][:200]}")
-            return name, "failed"
+            status = "ok" if _run_status(out / name) == "ok" else "failed"   # what the folder says, nothing else
+            if status == "ok":
+                log(f"  ok      {name}")
+            record(name, status)
         finally:
             slots.append(slot)
 
     with ThreadPoolExecutor(max_workers=parallel) as pool:
-        for name, status in pool.map(one, todo):
-            result[name] = status
-    atomic_write_json(out / "sweep_status.json", {"sweep": spec["name"], "notebook": spec["notebook"], "runs": result,
-                                                  "failed": sorted(n for n, s in result.items() if s == "failed")})
-    return result
+        list(pool.map(one, todo))
+    return dict(result)
+
+def run_sweep(sweep_file, root="runs", parallel: int | None = None, log=print, backend: str | None = None,
+              ray_address: str | None = None,
+              wait: bool = False,   # another process runs this sweep: wait for it (else refuse), then run what is missing
+              ) -> dict:
+    "Run every missing run of a sweep; returns `{run: 'ok' | 'failed' | 'skipped'}` (also in sweep_status.json)."
+    spec = load_sweep(sweep_file)
+    runs = sweep_runs(spec)                                  # refuses bad parameters before anything runs
+    if parallel is not None:
+        check_int("parallel", parallel, 1)
+    backend = check_choice("backend", backend or spec["backend"], ["local", "ray"])
+    root = Path(root)
+    if root.exists() and not root.is_dir():
+        raise ValueError(f"`root` must be a folder for the sweeps; {root} is a file")
+    out = (root / spec["name"]).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    lock = _lock_path(out, ".sweep")
+    busy = (f"sweep {spec['name']!r} is already running in another process (it holds {lock}); wait for it to "
+            "finish and run this command again to run what is missing, or pass --wait")
+    with _holding(lock, busy, wait=wait, log=log):
+        return _sweep_all(spec, runs, out, parallel, log, backend, ray_address)
 
 # %% ../nbs/40_runs.ipynb #ba188f10
 def sweep_results(sweep_dir,                  # a sweep folder: one run folder per grid point and seed
@@ -326,11 +584,14 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="execute a notebook with papermill into runs/<name>/")
     r.add_argument("notebook")
     r.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-                   help="set a parameter (repeatable); VALUE is read as a Python/YAML literal when it is one")
+                   help="set a parameter (repeatable); VALUE is read as a Python/YAML literal when it is one, "
+                        "and verbatim for a parameter declared as text")
     r.add_argument("-f", "--parameters-file", help="YAML file of parameters (command-line -p wins)")
     r.add_argument("--name", help="run folder name (default: notebook name + time)")
     r.add_argument("--root", default="runs", help="folder that holds the runs (default: runs)")
     r.add_argument("--timeout", type=float, default=3600, help="per-cell execution timeout in seconds")
+    r.add_argument("--replace-failed", action="store_true",
+                   help="if root/NAME holds a failed run, keep it as NAME.failed-K and run again")
     p = sub.add_parser("params", help="list the parameters a notebook takes")
     p.add_argument("notebook")
     w = sub.add_parser("sweep", help="run a grid of parameters and seeds from a YAML file (only what is missing)")
@@ -339,50 +600,81 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("--parallel", type=int, help="runs at a time (default: the sweep file's, else one per GPU, else 1)")
     w.add_argument("--backend", choices=["local", "ray"], help="where runs execute (default: the sweep file's, else local)")
     w.add_argument("--ray-address", help="address of an existing Ray cluster (HOST:PORT) for --backend ray")
+    w.add_argument("--wait", action="store_true", help="if the sweep is running elsewhere, wait for it instead of refusing")
     res = sub.add_parser("results", help="collect a sweep folder into results.csv/.parquet, summary.csv and figures")
     res.add_argument("sweep_dir")
     return ap
 
-def main(argv=None) -> int:
-    "Entry point of the `contrastive-nb` command."
-    import yaml
-    args = _parser().parse_args(argv)
-    try:
-        if args.command == "params":
-            for k, v in notebook_parameters(args.notebook).items():
-                print(f"{k} = {v['default']}  ({v['type']}){'  # ' + v['help'] if v['help'] else ''}")
-            return 0
-        if args.command == "sweep":
-            status = run_sweep(args.sweep_file, args.root, args.parallel, backend=args.backend, ray_address=args.ray_address)
-            failed = [n for n, st in status.items() if st == "failed"]
-            print(f"sweep finished: {sum(st != 'failed' for st in status.values())} ok or done, {len(failed)} failed {failed}")
-            return 1 if failed else 0
-        if args.command == "results":
-            import pandas as pd
-            paths = sweep_results(args.sweep_dir)
-            summary = pd.read_csv(paths["summary.csv"], header=[0, 1], index_col=0)
-            keep = [m for m in dict.fromkeys(summary.columns.get_level_values(0))
-                    if not m.startswith(("param/", "flops/")) and m not in ("seed", "epochs")]
-            with pd.option_context("display.width", 200, "display.max_columns", 30, "display.max_colwidth", 40):
-                print(format_summary(summary[keep]).to_string())
-            for k, p in paths.items(): print(f"  {p}")
-            return 0
-        params = {}
-        if args.parameters_file:
-            with open(args.parameters_file) as f:
-                try:
-                    loaded = yaml.safe_load(f) or {}
-                except yaml.YAMLError as e:
-                    raise ValueError(f"{args.parameters_file} is not plain YAML ({type(e).__name__}: {e})") from None
-            if not isinstance(loaded, dict):
-                raise ValueError(f"{args.parameters_file} must hold a mapping of parameter names to values")
-            params.update(loaded)
-        params.update({k: coerce_value(v) for k, v in args.parameter})
-        out = run_notebook(args.notebook, args.name, params, args.root, args.timeout)
-    except (ValueError, FileNotFoundError, FileExistsError, RuntimeError) as e:
-        print(f"contrastive-nb: error: {e}", file=sys.stderr)
-        return 2
+def _cmd_params(args) -> int:
+    for k, v in notebook_parameters(args.notebook).items():
+        print(f"{k} = {v['default']}  ({v['type']}){'  # ' + v['help'] if v['help'] else ''}")
+    return 0
+
+def _cmd_sweep(args) -> int:
+    status = run_sweep(args.sweep_file, args.root, args.parallel, backend=args.backend, ray_address=args.ray_address,
+                       wait=args.wait)
+    failed = [n for n, st in status.items() if st == "failed"]
+    print(f"sweep finished: {sum(st != 'failed' for st in status.values())} ok or done, {len(failed)} failed {failed}")
+    return 1 if failed else 0
+
+def _cmd_results(args) -> int:
+    import pandas as pd
+    folder = Path(args.sweep_dir)
+    if not folder.is_dir():
+        raise ValueError(f"`sweep_dir` must be a sweep folder (runs/<sweep>); {folder} "
+                         f"{'is a file' if folder.exists() else 'does not exist'}")
+    found = collect_results(folder)
+    if found.empty:
+        raise ValueError(f"no run folders under {folder} (folders with a parameters.json, as `contrastive-nb run` writes)")
+    found = found[~found["run"].str.contains(r"\.failed-")]
+    if not (found["status"] == "ok").any():
+        raise ValueError(f"none of the {len(found)} run(s) under {folder} finished ok ({sorted(found['run'])[:5]}); "
+                         "their status.json and log.txt say why")
+    numeric = [c for c in found.columns if c not in ("run", "status") and not c.startswith("param/")
+               and pd.api.types.is_numeric_dtype(found[c]) and not pd.api.types.is_bool_dtype(found[c])]
+    if not numeric:
+        raise ValueError(f"the runs under {folder} have no numeric metrics to summarize (a metrics.json of numbers)")
+    paths = sweep_results(folder)
+    summary = pd.read_csv(paths["summary.csv"], header=[0, 1], index_col=0)
+    keep = [m for m in dict.fromkeys(summary.columns.get_level_values(0))
+            if not m.startswith(("param/", "flops/")) and m not in ("seed", "epochs")]
+    with pd.option_context("display.width", 200, "display.max_columns", 30, "display.max_colwidth", 40):
+        print(format_summary(summary[keep]).to_string())
+    for p in paths.values():
+        print(f"  {p}")
+    return 0
+
+def _cmd_run(args) -> int:
+    declared = notebook_parameters(args.notebook)
+    params = {}
+    if args.parameters_file:
+        loaded = _read_yaml(args.parameters_file, "parameters file")
+        if not isinstance(loaded, (dict, type(None))):
+            raise ValueError(f"parameters file {args.parameters_file} must hold a mapping of parameter names to values")
+        params.update(loaded or {})
+    params.update({k: coerce_value(v, declared.get(k, {}).get("type")) for k, v in args.parameter})
+    out = run_notebook(args.notebook, args.name, params, args.root, args.timeout, replace_failed=args.replace_failed)
     print(f"run finished: {out}")
     for p in sorted(out.iterdir()):
         print(f"  {p}")
     return 0
+
+_COMMANDS = {"params": _cmd_params, "sweep": _cmd_sweep, "results": _cmd_results, "run": _cmd_run}
+
+def main(argv=None) -> int:
+    "Entry point of the `contrastive-nb` command: every refusal one sentence on stderr, exit status 2."
+    args = _parser().parse_args(argv)
+    say = lambda msg: print(f"contrastive-nb: {' '.join(str(msg).split())[:2000]}", file=sys.stderr)
+    try:
+        return _COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        say("interrupted")
+        return 130
+    except (ValueError, OSError, RuntimeError) as e:    # bad input, a missing or busy file, a failed run
+        say(f"error: {e}")
+        return 2
+    except Exception as e:                               # a bug: still one sentence, the traceback on request
+        if os.environ.get("CONTRASTIVE_NB_DEBUG"):
+            raise
+        say(f"internal error ({type(e).__name__}: {e}); set CONTRASTIVE_NB_DEBUG=1 for the traceback and report it")
+        return 1

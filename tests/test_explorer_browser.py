@@ -1,11 +1,23 @@
-"""The explorer in a real browser: JupyterLab (headless, localhost) runs a small explorer notebook in Debian's
-Chromium, driven by Playwright. Checks are read from the page itself: the number of points plotly drew, the hover
-panel filled by the kernel after a real mouse hover, and the count table after a real box selection.
-A screenshot is saved to tests/artifacts/explorer.png."""
-import json
+"""The explorer in a real browser: JupyterLab (headless, on 127.0.0.1) runs a notebook with four views in Debian's
+Chromium, driven by Playwright with real mouse events, and every check is read from the page itself.
+
+* ten drags in a row on a 360-point map, box and lasso alternating, each starting and ending 1–5 px from a point
+  (where a hover fires as the drag begins and ends): the counts panel must show the exact number inside every time;
+* `compare`: a hover in one panel rings the item in the other and fills the item panel; a box selection in one
+  selects the same items in the other and the counts panel shows how many;
+* colouring a 20,000-point explorer by a text column with 20,000 distinct values, from the dropdown: at most
+  24 categories + "other" are drawn and the page answers a hover within 2 s;
+* a hover whose `images` function raises shows the error in the hover panel;
+* a reload of the saved notebook with its kernel running draws every plot again, and selections still arrive;
+* the static output of headless runs and the docs: live once plotly.js loads (from the CDN, served locally here),
+  its PNG where it cannot.
+
+Screenshots of each go to tests/artifacts/explorer_*.png. The harness (`lab_server`, `open_notebook`, `scatter_info`)
+is reused by benchmarks/explorer.py.
+"""
+import contextlib
 import os
 import secrets
-import shutil
 import socket
 import subprocess
 import time
@@ -13,28 +25,42 @@ import urllib.request
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 
 from helpers import ROOT, tool
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = ROOT / "tests" / "artifacts"
-N_PER_CLASS, N_CLASSES = 30, 4
-
-NOTEBOOK_CELLS = [
-    "import numpy as np\nfrom contrastive_nb.evaluate import embedding_table\nfrom contrastive_nb.explore import Explorer",
-    f"""rng = np.random.default_rng(0)
-y = np.repeat(np.arange({N_CLASSES}), {N_PER_CLASS})
-z = rng.normal(size=({N_CLASSES}, 16))[y] * 4 + rng.normal(size=(len(y), 16))
-words = ["alpha", "beta", "gamma", "delta"]
-table = embedding_table(z, labels=y, text=[f"item {{i}} about {{words[l]}}" for i, l in enumerate(y)],
-                        group=np.where(np.arange(len(y)) % 2 == 0, "even", "odd"))
-ex = Explorer(table, color="label", text="text", method="pca", cache_dir=None, marker_size=9)
-ex.show()""",
-]
-
 CHROME_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                "--disable-component-update", "--disable-sync", "--use-angle=swiftshader", "--enable-unsafe-swiftshader"]
+
+SETUP = """\
+import numpy as np, pandas as pd
+from contrastive_nb.evaluate import embedding_table
+from contrastive_nb.explore import Explorer, compare
+rng = np.random.default_rng(0)
+y = np.repeat(np.arange(10), 36)
+z = rng.normal(size=(10, 16))[y] * 2.5 + rng.normal(size=(len(y), 16))
+table = embedding_table(z, labels=y, text=[f"item {i} of class {l}" for i, l in enumerate(y)],
+                        group=np.where(np.arange(len(y)) % 2 == 0, "even", "odd"))
+xy = np.c_[np.cos(y * 0.63) * 6, np.sin(y * 0.63) * 6] + rng.normal(size=(len(y), 2))   # ten blobs on a ring"""
+CELLS = [
+    SETUP,
+    "ex = Explorer(table, text='text', xy=xy, marker_size=8, title='drags')\nex.show()",
+    """table_b = embedding_table(z + rng.normal(size=z.shape) * 1.5, labels=y, text=table['text'])
+cmp = compare(table, table_b, names=('model A', 'model B'), method='pca', cache_dir=None)
+cmp.show()""",
+    """n = 20_000
+big = embedding_table(rng.normal(size=(n, 8)), labels=rng.integers(0, 12, n),
+                      text=[f"a sentence of its own, number {i}" for i in range(n)])
+ex_text = Explorer(big, text='text', xy=rng.normal(size=(n, 2)), title='20,000 texts')
+ex_text.show()""",
+    """def no_thumbnail(row):
+    raise RuntimeError("the thumbnail store is offline")
+ex_bad = Explorer(table, xy=xy, images=no_thumbnail, title='broken images')
+ex_bad.show()""",
+]
 
 
 def _free_port():
@@ -43,119 +69,378 @@ def _free_port():
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def lab(tmp_path, env):
-    "A JupyterLab server on localhost serving a folder with the explorer notebook; yields (url, token)."
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in NOTEBOOK_CELLS])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    work = tmp_path / "work"; work.mkdir()
-    nbformat.write(nb, work / "explorer.ipynb")
+@contextlib.contextmanager
+def lab_server(folder: Path, env: dict):
+    "A JupyterLab server on 127.0.0.1 serving `folder` (settings and runtime files inside it); yields (url, token)."
     port, token = _free_port(), secrets.token_hex(16)
     e = dict(env)
     e.pop("CONTRASTIVE_NB_HEADLESS", None)
     for var, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_RUNTIME_DIR", "runtime"), ("IPYTHONDIR", "ipython")):
-        e[var] = str(tmp_path / sub)
-    log = open(tmp_path / "lab.log", "w")
-    proc = subprocess.Popen([tool("jupyter"), "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-                             f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work}", "--allow-root",
-                             "--LabApp.expose_app_in_browser=True", f"--LabApp.workspaces_dir={tmp_path / 'ws'}"],
-                            env=e, stdout=log, stderr=subprocess.STDOUT, cwd=work)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(120):
+        e[var] = str(folder / f".{sub}")
+    labconfig = folder / ".config" / "labconfig"           # no "news" pop-up over the page
+    labconfig.mkdir(parents=True, exist_ok=True)
+    (labconfig / "page_config.json").write_text('{"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": true}}')
+    log_path = folder / ".lab.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([tool("jupyter"), "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+                                 f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={folder}", "--allow-root",
+                                 "--LabApp.expose_app_in_browser=True", f"--LabApp.workspaces_dir={folder / '.ws'}"],
+                                env=e, stdout=log, stderr=subprocess.STDOUT, cwd=folder)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            for _ in range(240):
+                try:
+                    with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2) as r:
+                        if r.status == 200: break
+                except OSError:
+                    time.sleep(0.5)
+            else:
+                raise RuntimeError("JupyterLab did not start:\n" + log_path.read_text()[-3000:])
+            yield url, token
+        finally:
+            proc.terminate()
+            try: proc.wait(20)
+            except subprocess.TimeoutExpired: proc.kill()
+
+
+def descendants(pid=None) -> list[int]:
+    "Process ids of every descendant of `pid` (default: this process), read from /proc."
+    kids = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
             try:
-                with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2) as r:
-                    if r.status == 200: break
+                kids.setdefault(int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]), []).append(int(d.name))
             except OSError:
-                time.sleep(0.5)
-        else:
-            raise RuntimeError("JupyterLab did not start:\n" + (tmp_path / "lab.log").read_text()[-3000:])
-        yield url, token
-    finally:
-        proc.terminate()
-        try: proc.wait(20)
-        except subprocess.TimeoutExpired: proc.kill()
-        log.close()
+                pass
+    todo, out = [pid or os.getpid()], []
+    while todo:
+        for k in kids.get(todo.pop(), []):
+            out.append(k); todo.append(k)
+    return out
 
 
-POINTS_JS = """() => {
-  const gd = document.querySelector('.cnb-explorer .js-plotly-plot');
-  if (!gd || !gd._fullLayout || !gd.calcdata) return null;
+def calm_browser(level=None):
+    """Give Chromium (every descendant process) at least niceness `level` (default: this process's): running as
+    root, Chromium raises its GPU process's priority (nice -8), which a shared machine's other jobs pay for."""
+    level = os.getpriority(os.PRIO_PROCESS, 0) if level is None else level
+    for pid in descendants():
+        try:
+            if os.getpriority(os.PRIO_PROCESS, pid) < level:
+                os.setpriority(os.PRIO_PROCESS, pid, level)
+        except OSError:
+            pass
+
+
+def write_notebook(path: Path, cells):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+
+
+KERNEL_IDLE = """() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+    const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
+    return !!k && k.status === 'idle'; }"""
+
+
+def open_notebook(page, url, token, name, run=True, timeout=180_000):
+    "Open `name` in JupyterLab, wait for an idle kernel and (if `run`) run every cell with JupyterLab's own command."
+    page.goto(f"{url}/lab/tree/{name}?token={token}")
+    page.wait_for_function("window.jupyterapp && document.querySelector('.jp-Notebook .jp-Cell')", timeout=timeout)
+    page.wait_for_function(KERNEL_IDLE, timeout=timeout)
+    if run:
+        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+
+
+SCATTER_JS = """(el) => {
+  const gd = el.querySelector('.js-plotly-plot');
+  if (!gd || !gd._fullLayout || !gd._fullData || !gd._fullLayout.xaxis) return null;
+  el.scrollIntoView({block: 'center'});
   const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
   const pts = [];
-  gd._fullData.forEach((t, i) => {
-    if (t.name === 'neighbours') return;
-    for (let j = 0; j < t.x.length; j++)
-      pts.push({trace: i, j: j, text: t.text[j], px: r.left + xa._offset + xa.l2p(t.x[j]), py: r.top + ya._offset + ya.l2p(t.y[j])});
-  });
-  // the positions plotly handed to its WebGL marker renderer (x, y pairs), over all traces
-  const scene = gd._fullLayout._plots.xy._scene;
-  const drawn = scene && scene.markerOptions ? scene.markerOptions.reduce((s, m) => s + (m && m.positions ? m.positions.length / 2 : 0), 0) : 0;
-  const canvases = gd.querySelectorAll('canvas').length;
-  return {pts: pts, drawn: drawn, canvases: canvases};
+  let selected = 0, traces = 0;
+  for (const t of gd._fullData) {
+    if (t.meta !== 'points') continue;
+    traces += 1;
+    const sp = gd.data[t.index].selectedpoints;
+    if (sp) selected += sp.length;
+    for (let j = 0; j < t._length; j++)
+      pts.push([r.left + xa._offset + xa.c2p(t.x[j]), r.top + ya._offset + ya.c2p(t.y[j]), Number(t.customdata[j])]);
+  }
+  const marks = {};
+  for (const t of gd._fullData) if (t.meta === 'linked' || t.meta === 'neighbours')
+    marks[t.meta] = Array.from(t.x || []).map((x, j) => [r.left + xa._offset + xa.c2p(x), r.top + ya._offset + ya.c2p(t.y[j])]);
+  return {pts: pts, selected: selected, traces: traces, marks: marks, draws: Number(el.dataset.draws || 0),
+          box: [r.left + xa._offset, r.top + ya._offset, xa._length, ya._length]};
 }"""
 
 
-def test_explorer_in_jupyterlab(lab):
+def scatter_info(page, scatter, n_points=None, draws=1, timeout=60):
+    "Positions (px) and rows of the points a scatter view drew, once it has drawn `draws` times (and `n_points`)."
+    deadline = time.time() + timeout
+    while True:
+        while scatter.evaluate("el => Number(el.dataset.draws || 0)") < draws and time.time() < deadline:
+            time.sleep(0.1)                      # cheap: only the draw count, until the plot has been drawn
+        info = scatter.evaluate(SCATTER_JS)
+        if info and info["draws"] >= draws and (n_points is None or len(info["pts"]) == n_points):
+            info["pts"] = np.asarray(info["pts"], float)
+            return info
+        if time.time() > deadline:
+            raise AssertionError(f"the plot was not drawn within {timeout} s: {None if not info else {k: info[k] for k in ('draws', 'traces')}}")
+        time.sleep(0.25)
+
+
+COUNT_JS = """(el) => {
+  const gd = el.querySelector('.js-plotly-plot');
+  if (!gd || !gd._fullData) return {draws: 0, n: 0, traces: 0};
+  const pts = gd._fullData.filter((t) => t.meta === 'points');
+  return {draws: Number(el.dataset.draws || 0), n: pts.reduce((s, t) => s + t._length, 0), traces: pts.length};
+}"""
+
+
+def drawn(scatter, n_points, draws=1, timeout=60):
+    "Wait (cheaply: no positions) until a scatter view has drawn `draws` times with `n_points` points; returns its counts."
+    deadline = time.time() + timeout
+    while True:
+        c = scatter.evaluate(COUNT_JS)
+        if c["draws"] >= draws and c["n"] == n_points:
+            return c
+        if time.time() > deadline:
+            raise AssertionError(f"the plot was not drawn within {timeout} s: {c}")
+        time.sleep(0.2)
+
+
+def panel_text_is(page, selector, text, timeout=30_000, nth=0):
+    page.wait_for_function("([s, t, i]) => { const c = document.querySelectorAll(s)[i]; return !!c && c.innerText.trim() === t; }",
+                           arg=[selector, text, nth], timeout=timeout)
+
+
+def panel_contains(page, selector, text, timeout=30_000, nth=0):
+    page.wait_for_function("([s, t, i]) => { const c = document.querySelectorAll(s)[i]; return !!c && c.innerText.includes(t); }",
+                           arg=[selector, text, nth], timeout=timeout)
+
+
+# --- drags whose ends sit 1-5 px from a point ---------------------------------------------------------------------
+
+def _edge_margin(pts, poly):
+    "Smallest distance from any point to the polygon's edges (px)."
+    a, b = poly, np.roll(poly, -1, axis=0)
+    ab = b - a
+    t = np.clip(((pts[:, None, :] - a) * ab).sum(-1) / np.maximum((ab ** 2).sum(-1), 1e-9), 0, 1)
+    d = np.linalg.norm(pts[:, None, :] - (a + t[..., None] * ab), axis=-1)
+    return d.min()
+
+
+def _inside(pts, poly):
+    from matplotlib.path import Path as MplPath
+    return MplPath(poly).contains_points(pts)
+
+
+def plan_drag(pts, box, rng, kind):
+    """A drag whose first and last positions are 1-5 px from a point, with no point within 1 px of its outline;
+    returns (mouse path, expected rows). Boxes are given by two corners, lassos by their vertices."""
+    left, top, w, h = box
+    xy = pts[:, :2]
+    inner = xy[(xy[:, 0] > left + 30) & (xy[:, 0] < left + w - 30) & (xy[:, 1] > top + 30) & (xy[:, 1] < top + h - 30)]
+    for _ in range(1000):
+        p, q = inner[rng.choice(len(inner), 2, replace=False)]
+        if np.abs(p - q).min() < 20 or np.linalg.norm(p - q) > 320:
+            continue
+        ang = rng.uniform(0, 2 * np.pi, 2); rad = rng.uniform(1, 5, 2)
+        start, end = p + rad[0] * np.r_[np.cos(ang[0]), np.sin(ang[0])], q + rad[1] * np.r_[np.cos(ang[1]), np.sin(ang[1])]
+        if kind == "box":
+            poly = np.array([start, [end[0], start[1]], end, [start[0], end[1]]])
+            path = [start, (start + end) / 2, end]
+        else:       # a lasso from start by way of a third vertex to end; plotly closes it from end back to start
+            mid = (start + end) / 2 + np.r_[-(end - start)[1], (end - start)[0]] * rng.uniform(0.3, 0.8)
+            poly = np.array([start, mid, end])
+            path = list(poly)
+        in_plot = (poly[:, 0] > left + 5) & (poly[:, 0] < left + w - 5) & (poly[:, 1] > top + 5) & (poly[:, 1] < top + h - 5)
+        if not in_plot.all() or _edge_margin(xy, poly) < 1.0:     # plotly clamps a drag to the plot area
+            continue
+        expected = np.sort(pts[_inside(xy, poly), 2].astype(int))
+        if 3 <= len(expected) < len(pts) - 3:
+            return [np.asarray(v, float) for v in path], expected
+    raise AssertionError("could not plan a drag with clean edges")
+
+
+def drag(page, path, steps=6):
+    page.mouse.move(*path[0], steps=3)          # the hover at the start of the drag
+    time.sleep(0.08)
+    page.mouse.down()
+    for a, b in zip(path[:-1], path[1:]):
+        page.mouse.move(*b, steps=steps)
+    page.mouse.up()                              # ends next to a point: another hover
+
+
+def most_isolated(pts):
+    "The point farthest from its nearest neighbour (plotly's closest-point hover cannot pick another)."
+    from scipy.spatial import cKDTree
+    d, _ = cKDTree(pts[:, :2]).query(pts[:, :2], k=2)
+    return pts[int(d[:, 1].argmax())]
+
+
+def use_tool(scatter, title):
+    scatter.locator(f".modebar-btn[data-title='{title}']").click()
+
+
+# --- the notebook, opened once for the module ----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def browser():
+    "One headless Chromium for the module (Playwright's sync API allows one running instance at a time)."
     if not Path(CHROMIUM).exists():
         pytest.fail(f"Chromium not found at {CHROMIUM}; `make test` installs Debian's chromium (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
-    url, token = lab
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROME_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROME_ARGS)
         try:
-            page.goto(f"{url}/lab/tree/explorer.ipynb?token={token}")
-            page.wait_for_function("window.jupyterapp && document.querySelector('.jp-Notebook')", timeout=90_000)
-            # wait until the kernel is up, then run every cell through JupyterLab's own command
-            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-            page.wait_for_function("""() => { const w = window.jupyterapp.shell.currentWidget;
-                return w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel
-                       && w.sessionContext.session.kernel.status === 'idle'; }""", timeout=120_000)
-            page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
-            page.wait_for_selector(".cnb-explorer .js-plotly-plot", timeout=120_000)
-            info, deadline = None, time.time() + 60
-            while time.time() < deadline:
-                info = page.evaluate(POINTS_JS)
-                if info and info["drawn"] == N_CLASSES * N_PER_CLASS: break
-                time.sleep(0.5)
-            assert info is not None, "no plotly graph with a layout in the explorer"
-            assert info["drawn"] == N_CLASSES * N_PER_CLASS and len(info["pts"]) == N_CLASSES * N_PER_CLASS
-            assert info["canvases"] > 0, "the WebGL scatter drew no canvas"
-
-            # hover: the most isolated point, so plotly's closest-point hover picks it
-            pts = info["pts"]
-            def isolation(q):
-                return min((q["px"] - o["px"]) ** 2 + (q["py"] - o["py"]) ** 2 for o in pts if o is not q)
-            target = max(pts, key=isolation)
-            item = target["text"].split("<br>")[-1]            # "item N about word"
-            page.mouse.move(target["px"] - 30, target["py"] - 30)
-            page.mouse.move(target["px"], target["py"], steps=5)
-            page.wait_for_function("t => document.querySelector('.cnb-hover') && document.querySelector('.cnb-hover').innerText.includes(t)",
-                                   arg=item, timeout=30_000)
-            hover_label = page.locator(".cnb-explorer .hovertext").first.text_content()
-            assert item in hover_label, (item, hover_label)
-
-            # click: the kernel lists the point's nearest neighbours (found in the 16-d space) beside the plot
-            row = int(item.split()[1])
-            page.mouse.click(target["px"], target["py"])
-            page.wait_for_function("t => { const c = document.querySelector('.cnb-neighbours'); return c && c.innerText.includes(t); }",
-                                   arg=f"row {row}:", timeout=30_000)
-            assert page.locator(".cnb-neighbours tbody tr").count() == 10
-
-            # box selection over the points of one class, with the modebar's Box Select tool and a real drag
-            page.locator(".cnb-explorer .modebar-btn[data-title='Box Select']").click()
-            cls = [q for q in pts if q["trace"] == 0]
-            x0, x1 = min(q["px"] for q in cls) - 4, max(q["px"] for q in cls) + 4
-            y0, y1 = min(q["py"] for q in cls) - 4, max(q["py"] for q in cls) + 4
-            expected = sum(x0 <= q["px"] <= x1 and y0 <= q["py"] <= y1 for q in pts)
-            page.mouse.move(x0, y0); page.mouse.down()
-            page.mouse.move((x0 + x1) / 2, (y0 + y1) / 2, steps=5); page.mouse.move(x1, y1, steps=5); page.mouse.up()
-            page.wait_for_function("t => { const c = document.querySelector('.cnb-counts .cnb-count-total'); return c && c.innerText.trim() === t; }",
-                                   arg=f"{expected} selected", timeout=30_000)
-            counts_text = page.locator(".cnb-counts").inner_text()
-            assert expected >= N_PER_CLASS and "label=" in counts_text
+            yield b
         finally:
-            page.screenshot(path=str(ARTIFACTS / "explorer.png"), full_page=True)
-            browser.close()
+            b.close()
+
+
+@pytest.fixture(scope="module")
+def lab_page(browser, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("lab")
+    write_notebook(folder / "explorer.ipynb", CELLS)
+    env = dict(os.environ, PATH=str(Path(tool("jupyter")).parent) + os.pathsep + os.environ.get("PATH", ""))
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with lab_server(folder, env) as (url, token):
+        page = browser.new_page(viewport={"width": 1500, "height": 1000})
+        page.on("dialog", lambda d: d.dismiss())
+        try:
+            open_notebook(page, url, token, "explorer.ipynb")
+            calm_browser()
+            page.wait_for_function("document.querySelectorAll('.cnb-scatter').length >= 5", timeout=240_000)
+            yield page
+        finally:
+            page.close()
+
+
+def scatters(page):
+    return {"ex": page.locator(".cnb-explorer .cnb-scatter").nth(0), "a": page.locator(".cnb-compare .cnb-scatter").nth(0),
+            "b": page.locator(".cnb-compare .cnb-scatter").nth(1), "text": page.locator(".cnb-explorer .cnb-scatter").nth(1),
+            "bad": page.locator(".cnb-explorer .cnb-scatter").nth(2)}
+
+
+def test_ten_drags_near_points_all_arrive(lab_page):
+    page, rng = lab_page, np.random.default_rng(0)
+    sc = scatters(page)["ex"]
+    info = scatter_info(page, sc, n_points=360)
+    assert info["traces"] == 10
+    counts = ".cnb-explorer .cnb-counts .cnb-count-total"
+    for i in range(10):
+        kind = "box" if i % 2 == 0 else "lasso"
+        use_tool(sc, "Box Select" if kind == "box" else "Lasso Select")
+        path, expected = plan_drag(info["pts"], info["box"], rng, kind)
+        drag(page, path)
+        try:
+            panel_text_is(page, counts, f"{len(expected)} selected", timeout=15_000)
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "explorer_drag_failed.png"))
+            shown = page.locator(counts).first.inner_text()
+            raise AssertionError(f"drag {i + 1} ({kind}): {len(expected)} points inside, the counts panel says {shown!r}, "
+                                 f"plotly selected {scatter_info(page, sc)['selected']}") from None
+        assert scatter_info(page, sc)["selected"] == len(expected), f"drag {i + 1}: plotly's own selection differs"
+    page.screenshot(path=str(ARTIFACTS / "explorer_drags.png"))
+    assert "label=" in page.locator(".cnb-explorer .cnb-counts").first.inner_text()
+
+
+def test_compare_links_hover_and_selection(lab_page):
+    page = lab_page
+    a, b = scatters(page)["a"], scatters(page)["b"]
+    ia, ib = scatter_info(page, a, n_points=360), scatter_info(page, b, n_points=360)
+    assert ia["traces"] == 10 and ib["traces"] == 10                  # coloured by label, one trace per class
+    assert page.locator(".cnb-compare .legend .traces").count() >= 10   # with a legend
+    # hover the most isolated point of A: B rings the same item, the item panel shows it
+    p = most_isolated(ia["pts"]); row = int(p[2])
+    page.mouse.move(*(p[:2] - 25), steps=2); page.mouse.move(*p[:2], steps=4)
+    panel_contains(page, ".cnb-compare .cnb-hover", f"item {row} of class")
+    target = ib["pts"][ib["pts"][:, 2] == row][0, :2]
+    deadline = time.time() + 10
+    while not scatter_info(page, b)["marks"].get("linked"):
+        assert time.time() < deadline, "panel B did not ring the item hovered in A"
+        time.sleep(0.2)
+    np.testing.assert_allclose(scatter_info(page, b)["marks"]["linked"][0], target, atol=1.0)
+    # a box selection in A selects the same items in B
+    use_tool(a, "Box Select")
+    path, expected = plan_drag(ia["pts"], ia["box"], np.random.default_rng(1), "box")
+    drag(page, path)
+    panel_text_is(page, ".cnb-compare .cnb-counts .cnb-count-total", f"{len(expected)} selected")
+    deadline = time.time() + 10
+    while scatter_info(page, b)["selected"] != len(expected):
+        assert time.time() < deadline, f"panel B shows {scatter_info(page, b)['selected']} selected, not {len(expected)}"
+        time.sleep(0.2)
+    page.screenshot(path=str(ARTIFACTS / "explorer_compare.png"))
+
+
+def test_colour_by_a_20000_value_text_column(lab_page):
+    page = lab_page
+    sc = scatters(page)["text"]
+    before = drawn(sc, 20_000)
+    box = page.locator(".cnb-explorer").nth(1)
+    t0 = time.time()
+    box.locator("select").first.select_option("text")
+    after = drawn(sc, 20_000, draws=before["draws"] + 1)
+    redraw_s = time.time() - t0
+    assert after["traces"] <= 24, after["traces"]                      # 23 texts + "other", not 20,000 traces
+    info = scatter_info(page, sc, n_points=20_000, draws=after["draws"])
+    panel_contains(page, ".cnb-explorer .cnb-status", "20,000 distinct values", nth=1)
+    p = most_isolated(info["pts"])
+    t0 = time.time()
+    page.mouse.move(*p[:2], steps=1)
+    panel_contains(page, ".cnb-explorer .cnb-hover", f"a sentence of its own, number {int(p[2])}\n", nth=1, timeout=2_000)
+    hover_s = time.time() - t0
+    page.screenshot(path=str(ARTIFACTS / "explorer_text_colour.png"))
+    print(f"recoloured 20,000 points by a 20,000-value column in {redraw_s:.2f} s; hover answered in {hover_s:.2f} s")
+
+
+def test_a_raising_hover_shows_its_error(lab_page):
+    page = lab_page
+    sc = scatters(page)["bad"]
+    info = scatter_info(page, sc, n_points=360)
+    p = most_isolated(info["pts"])
+    page.mouse.move(*(p[:2] - 25), steps=2); page.mouse.move(*p[:2], steps=4)
+    panel_contains(page, ".cnb-explorer .cnb-hover", "the thumbnail store is offline", nth=2)
+    assert "hover failed" in page.locator(".cnb-explorer .cnb-hover").nth(2).inner_text()
+    page.screenshot(path=str(ARTIFACTS / "explorer_hover_error.png"))
+
+
+def test_reload_draws_every_plot_again(lab_page):
+    page = lab_page
+    page.evaluate("window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000)
+    page.reload()
+    page.wait_for_function("window.jupyterapp && document.querySelector('.jp-Notebook .jp-Cell')", timeout=120_000)
+    page.wait_for_function("document.querySelectorAll('.cnb-scatter').length >= 5", timeout=120_000)
+    sc = scatters(page)
+    for name, n in (("ex", 360), ("a", 360), ("b", 360), ("text", 20_000), ("bad", 360)):
+        drawn(sc[name], n, timeout=90)
+    info = scatter_info(page, sc["ex"])
+    use_tool(sc["ex"], "Box Select")
+    path, expected = plan_drag(info["pts"], info["box"], np.random.default_rng(2), "box")
+    drag(page, path)
+    panel_text_is(page, ".cnb-explorer .cnb-counts .cnb-count-total", f"{len(expected)} selected")
+    page.screenshot(path=str(ARTIFACTS / "explorer_reload.png"))
+
+
+def test_static_figure_is_live_where_plotly_loads_and_a_png_where_not(browser, tmp_path):
+    "The headless/docs output: the HTML draws the live figure once plotly.js (CDN) loads, and keeps its PNG when not."
+    from contrastive_nb.evaluate import embedding_table
+    from contrastive_nb.explore import Explorer, _plotly_js_bytes
+    rng = np.random.default_rng(0)
+    ex = Explorer(embedding_table(rng.normal(size=(60, 4)), labels=np.repeat(np.arange(3), 20)), xy=rng.normal(size=(60, 2)))
+    page_html = "<html><body>" + ex.static().html() + "</body></html>"
+    (tmp_path / "static.html").write_text(page_html)
+    online, offline = browser.new_page(), browser.new_page()
+    try:
+        online.route("https://cdn.plot.ly/**", lambda route: route.fulfill(body=_plotly_js_bytes(), content_type="text/javascript"))
+        online.goto((tmp_path / "static.html").as_uri())
+        online.wait_for_selector(".cnb-static .js-plotly-plot", timeout=30_000)
+        assert online.locator("img.cnb-static-png").count() == 0
+        assert online.evaluate("document.querySelector('.js-plotly-plot')._fullData.filter(t => t.meta === 'points').length") == 3
+        offline.route("https://cdn.plot.ly/**", lambda route: route.abort())
+        offline.goto((tmp_path / "static.html").as_uri())
+        assert offline.locator("img.cnb-static-png").is_visible() and offline.locator(".js-plotly-plot").count() == 0
+    finally:
+        online.close(); offline.close()

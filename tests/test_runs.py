@@ -24,7 +24,9 @@ def test_run_writes_its_folder(tmp_path, env):
     assert params["epochs"] == 1 and params["batch_size"] == 256 and params["out_dir"] == "."
     m = json.loads((run / "metrics.json").read_text())
     assert m["epochs"] == 1 and 0.1 < m["probe_accuracy_trained"] <= 1.0
-    assert not [p for p in (tmp_path / "runs").iterdir() if p.name.startswith(".")], "partial folder left behind"
+    hidden = [p.name for p in (tmp_path / "runs").iterdir() if p.name.startswith(".")]
+    assert hidden == [".locks"], f"partial folder left behind: {hidden}"           # only the folder of run locks
+    assert [p.name for p in (tmp_path / "runs" / ".locks").iterdir()] == ["smoke.lock"]
     # the same name again is refused, and the first run is untouched
     r2 = cli("run", NB, "--name", "smoke", "--root", "runs", env=env, cwd=tmp_path)
     assert r2.returncode == 2 and "already exists" in r2.stderr

@@ -1,4 +1,5 @@
 """`contrastive-nb sweep --backend ray` hands its runs to an existing Ray cluster: a local Ray head on loopback."""
+import contextlib
 import json
 import socket
 import shutil
@@ -22,16 +23,30 @@ def ray_head(env):
     port = _free_port()
     short = tempfile.mkdtemp(prefix="ray", dir="/tmp")      # Ray's unix sockets need a path under 107 bytes
     ray = str(BIN / "ray")
-    e = {**env, "RAY_USAGE_STATS_ENABLED": "0"}
-    r = subprocess.run([ray, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2",
-                        "--num-gpus=0", "--include-dashboard=false", "--disable-usage-stats",
-                        f"--temp-dir={short}"], env=e, capture_output=True, text=True, timeout=180)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    try:
+    # a loaded machine starts the dashboard agent slowly: give the raylet longer than its 15 s to see it
+    e = {**env, "RAY_USAGE_STATS_ENABLED": "0", "RAY_agent_register_timeout_ms": "120000"}
+    try:       # stopped below also when the start fails (a raylet that times out leaves the GCS and agents running)
+        r = subprocess.run([ray, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2",
+                            "--num-gpus=0", "--include-dashboard=false", "--disable-usage-stats",
+                            f"--temp-dir={short}"], env=e, capture_output=True, text=True, timeout=180)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
         yield f"127.0.0.1:{port}", e
     finally:
-        subprocess.run([ray, "stop", "--force"], env=e, capture_output=True, timeout=120)
+        _stop_head(short)
         shutil.rmtree(short, ignore_errors=True)
+
+
+def _stop_head(temp_dir: str):
+    "Stop this head's processes only (each names its temp dir), not every Ray process on a shared machine."
+    import psutil
+    mine = [p for p in psutil.process_iter(["cmdline"]) if temp_dir in " ".join(p.info["cmdline"] or [])]
+    for p in mine:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            p.terminate()
+    _, alive = psutil.wait_procs(mine, timeout=30)
+    for p in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            p.kill()
 
 
 def test_sweep_on_local_ray_cluster(tmp_path, ray_head):

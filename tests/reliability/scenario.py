@@ -76,3 +76,22 @@ def assert_same_run(run_a, run_b, draws=True, ranks=1):
     if draws:
         for r in range(ranks):
             assert result(run_a, r)["draws"] == result(run_b, r)["draws"], f"rank {r}: RNG draws after fit differ"
+
+
+def write_notebook(path, parameters: str, body: str) -> Path:
+    "A notebook with a `parameters` cell (`parameters`: its source) and one more code cell (`body`)."
+    import nbformat
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell(parameters)
+    cell.metadata["tags"] = ["parameters"]
+    nb.cells = [cell, nbformat.v4.new_code_cell(body)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+    return Path(path)
+
+
+def cli_env():
+    "The scenarios' environment with this Python's folder first on PATH (the notebook kernel is this Python)."
+    e = env()
+    e["PATH"] = str(Path(sys.executable).parent) + os.pathsep + e["PATH"]
+    return e

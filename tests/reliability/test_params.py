@@ -1,5 +1,6 @@
 """Notebook parameters: `contrastive-nb run` takes only the names the notebook's `parameters` cell declares, with
-literal values of the declared type; code-like strings reach the notebook as plain data, never evaluated."""
+literal values of the declared type; code-like strings reach the notebook as plain data, never evaluated; a parameter
+declared as text receives the text verbatim (`no`, `123`); NaN and infinity follow one rule, however written."""
 import json
 import subprocess
 import sys
@@ -18,12 +19,12 @@ def notebook(tmp_path_factory):
     "A two-cell notebook: a parameters cell, and a cell that writes the values it received to values.json."
     d = tmp_path_factory.mktemp("nb")
     nb = nbformat.v4.new_notebook()
-    strings = "".join(f's{k} = "plain"  # free text\n' for k in range(len(CODE_LIKE)))
-    params = nbformat.v4.new_code_cell(strings + 'epochs = 2\nlr = 0.1\nlayers = [1, 2]')
+    strings = "".join(f's{k} = "plain"  # free text\n' for k in range(len(CODE_LIKE) + len(VERBATIM)))
+    params = nbformat.v4.new_code_cell(strings + 'epochs = 2\nlr = 0.1\nlayers = [1, 2]\nlimit = float("inf")')
     params.metadata["tags"] = ["parameters"]
     nb.cells = [params, nbformat.v4.new_code_cell(
         'import json\njson.dump({k: v for k, v in globals().items() if k[:1] == "s" and k[1:].isdigit()}'
-        ' | {"epochs": epochs, "lr": lr, "layers": layers}, open("values.json", "w"))')]
+        ' | {"epochs": epochs, "lr": lr, "layers": layers, "limit": limit}, open("values.json", "w"))')]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     path = d / "params.ipynb"
     nbformat.write(nb, path)
@@ -48,6 +49,11 @@ CODE_LIKE = {
 }
 
 
+VERBATIM = {   # text that YAML or Python would read as another type: a `str` parameter receives it as written
+    "yaml-bool": "no", "int": "123", "float": "0.5", "infinity": "1e999", "null": "null", "list": "[1]",
+}
+
+
 def test_unknown_names_and_wrong_types_are_refused_before_running(notebook, tmp_path):
     for params, says in [([("tags", "x")], "unknown parameter(s) ['tags']"),
                          ([("epochs", '__import__("os").getpid()')], "takes a int")]:
@@ -62,7 +68,8 @@ def test_unknown_names_and_wrong_types_are_refused_before_running(notebook, tmp_
 
 
 def test_code_like_strings_arrive_verbatim_and_never_run(notebook, tmp_path):
-    p = _run(notebook, tmp_path, *[(f"s{k}", text) for k, text in enumerate(CODE_LIKE.values())], ("lr", "1"))
+    texts = [*CODE_LIKE.values(), *VERBATIM.values()]
+    p = _run(notebook, tmp_path, *[(f"s{k}", text) for k, text in enumerate(texts)], ("lr", "1"), ("limit", "nan"))
     assert p.returncode == 0, p.stderr[-3000:]
     got = json.loads((tmp_path / "runs" / "r" / "values.json").read_text())
     for k, (name, text) in enumerate(CODE_LIKE.items()):
@@ -70,3 +77,19 @@ def test_code_like_strings_arrive_verbatim_and_never_run(notebook, tmp_path):
     assert (got["epochs"], got["lr"], got["layers"]) == (2, 1.0, [1, 2])        # an int for a float is widened
     assert isinstance(got["lr"], float)
     assert not list(tmp_path.rglob("MARKER")), "a string was executed"
+    for k, (name, text) in enumerate(VERBATIM.items(), start=len(CODE_LIKE)):
+        assert got[f"s{k}"] == text, name
+    assert got["limit"] != got["limit"]            # NaN: allowed where the notebook's default is non-finite
+
+
+def test_nan_and_infinity_follow_one_rule_however_written(notebook, tmp_path, capsys):
+    from contrastive_nb.runs import main
+    runs = tmp_path / "runs"
+    (tmp_path / "p.yaml").write_text("lr: .nan\n")
+    for args in [("-p", "lr", text) for text in ["nan", ".nan", "NaN", "inf", "Infinity", ".inf", "1e999", "+inf"]] + [
+            ("-f", tmp_path / "p.yaml"), ("-p", "layers", "[1, 1e999]")]:
+        capsys.readouterr()
+        assert main(["run", str(notebook), "--root", str(runs), *map(str, args)]) == 2, args
+        err = capsys.readouterr().err
+        assert "takes finite numbers" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert not runs.exists() or not any(runs.iterdir())

@@ -1,0 +1,450 @@
+"""Build the documentation site from the notebooks, offline: `python docs/build.py` (what `make docs` runs).
+
+1. nbdev processes the notebooks (`nbdev.serve.proc_nbs`, the step `nbdev_docs` runs before Quarto): directives,
+   front matter, and a `show_doc` section with signature and parameter table for every exported name. Its output,
+   `_proc/`, is cached by file time, so a second build reprocesses only the notebooks that changed.
+2. Where Quarto is installed (and `--builder` is `auto` or `quarto`), `nbdev_docs` renders them, as nbdev projects do.
+3. Otherwise Sphinx with MyST-NB renders them (`docs/conf.py`, theme Furo). This script first rewrites each processed
+   notebook into what MyST-NB reads: the front matter back into a `# title` / `> summary` cell; each `show_doc`
+   output (Quarto "asis" Markdown) into a Markdown cell with an anchor `api-<name>` and, when the parameters carry
+   docments, a parameter table (nbdev 2.4 writes docments as comments in the signature); nbdev's absolute doc links
+   into relative ones (plain names where the target has no API entry); Quarto-only attributes dropped; `#| echo:
+   false` into MyST-NB's `remove-input` tag; plotly figures into a self-drawing `div` (plotly.js is served from the
+   site itself); widget views (which need a kernel) dropped. The navigation follows the notebook numbers (the map
+   of DESIGN.md): the library notebooks, then the tutorials.
+
+The site lands in `_docs/` (open `_docs/index.html`). Nothing is fetched from the network, when building or reading.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import hashlib
+import html
+import json
+import os
+import posixpath
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from notebooks import directives, settings, strip_directives  # noqa: E402  (docs/notebooks.py)
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = Path(__file__).resolve().parent
+# nbdev/Quarto files in nbs/ that are not pages
+QUARTO_FILES = {"_quarto.yml", "nbdev.yml", "sidebar.yml", "styles.css", "_brand.yml"}
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+_QUARTO_ATTRS = re.compile(r"(\]\([^)\s]*\))\{[^}\n]*\}")          # [text](url){target="_blank" ...}
+_LINK_TARGET = re.compile(r"(\]\()([^)\s]+)(\))")                     # ](target)
+
+
+def nbdev_process(root: Path) -> Path:
+    """Run nbdev's doc processing (`nbdev.serve.proc_nbs`) for the project at `root`; returns `root/_proc`.
+
+    Not `nbdev_proc_nbs`: without Quarto that command installs Quarto and `pip install -e`s the folder. In one
+    process (`n_workers=0`): each worker process would import the library and torch again, which costs more CPU
+    than it saves on two cores (measured: 21 s of CPU in one process, 32 s with two workers)."""
+    code = "from nbdev.serve import proc_nbs; proc_nbs(n_workers=0)"
+    r = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"nbdev's notebook processing failed in {root}:\n{r.stderr[-4000:]}")
+    return root / "_proc"
+
+
+# ---------------------------------------------------------------- notebook order and page names
+
+def notebook_order(nbs: Path) -> list[Path]:
+    """The notebooks to publish, as paths relative to `nbs`: `index`, the library notebooks in number order (the
+    table of DESIGN.md), then `tutorials/` by name. Folders starting with `_` or `.` and `results/` are skipped."""
+    lib = sorted(p.relative_to(nbs) for p in nbs.glob("*.ipynb") if not p.name.startswith(("_", ".")))
+    tut = sorted(p.relative_to(nbs) for p in nbs.glob("tutorials/*.ipynb") if not p.name.startswith(("_", ".")))
+    idx = [p for p in lib if p.name == "index.ipynb"]
+    return idx + [p for p in lib if p.name != "index.ipynb"] + tut
+
+
+def page_of(rel_nb: Path, front: dict | None = None) -> str:
+    """The page (docname, no suffix) of a notebook: nbdev's `output-file` (`03_losses` → `losses`), in the
+    notebook's folder."""
+    if front and front.get("output-file"):
+        stem = Path(front["output-file"]).stem
+    else:
+        stem = re.sub(r"^\d+[a-z]?_", "", rel_nb.stem)
+    return str(rel_nb.parent / stem) if str(rel_nb.parent) != "." else stem
+
+
+# ---------------------------------------------------------------- rewriting one processed notebook
+
+def _front_matter(nb) -> dict:
+    for c in nb.cells[:2]:
+        if c.cell_type == "raw" and c.source.lstrip().startswith("---"):
+            return yaml.safe_load(c.source.strip().strip("-")) or {}
+    return {}
+
+
+class PageContext:
+    "What rewriting needs to know about the whole site: nbdev's doc URL and every notebook's page."
+    def __init__(self, doc_url: str, pages: dict[str, str], anchors: dict[str, set] | None = None,
+                 api: dict[str, str] | None = None):
+        self.doc_url = doc_url.rstrip("/") + "/"       # https://host/baseurl/
+        self.pages = pages                             # 'tutorials/suncet_digits.ipynb' (from nbs/) -> page
+        self.by_output = {Path(p).name + ".html": p for p in pages.values()}   # 'losses.html' -> 'losses'
+        self.anchors = anchors or {}                   # page -> the API anchors show_doc gives it
+        self.api = api or {}                           # 'models.html#vit_small' -> 'contrastive_nb.models.vit_small'
+
+
+def _relative(target_page: str, from_page: str) -> str:
+    return posixpath.relpath(target_page + ".html", posixpath.dirname(from_page) or ".")
+
+
+def rewrite_markdown(text: str, page: str, ctx: PageContext, is_index: bool = False) -> str:
+    """Markdown as nbdev/Quarto wrote it → Markdown MyST renders the same way, with links that work in this site."""
+    text = _QUARTO_ATTRS.sub(r"\1", text)
+    text = _DOC_LINK.sub(lambda m: _doc_link(m, page, ctx), text)
+
+    def link(m):                                               # relative links: notebooks → their pages
+        target = m.group(2)
+        if "://" in target or target.startswith(("#", "mailto:")):
+            return m.group(0)
+        path, _, anchor = target.partition("#")
+        if is_index and path.startswith("nbs/"):                   # index.ipynb is written for README.md at the root
+            path = path[len("nbs/"):]
+        if path.endswith(".ipynb"):
+            key = posixpath.normpath(posixpath.join(posixpath.dirname(page), path))
+            if key in ctx.pages:
+                path = _relative(ctx.pages[key], page)
+        return m.group(1) + path + (f"#{anchor}" if anchor else "") + m.group(3)
+
+    return _LINK_TARGET.sub(link, text)
+
+
+def _doc_link(m, page: str, ctx: PageContext) -> str:
+    """nbdev's link to an API entry, `[`name`](https://host/base/losses.html#name)` → a relative link; plain `name`
+    when the entry does not exist (nbdev links private names, which get no `show_doc` section)."""
+    text, target = m.group(1), m.group(2)
+    if not target.startswith(ctx.doc_url):
+        return m.group(0)
+    name, _, anchor = target[len(ctx.doc_url):].partition("#")
+    dest = ctx.by_output.get(Path(name).name)
+    if dest is None or (anchor and anchor not in ctx.anchors.get(dest, set())):
+        return text
+    return f"[{text}]({_relative(dest, page)}{'#api-' + anchor if anchor else ''})"
+
+
+_DOC_LINK = re.compile(r"\[([^\]\n]*)\]\((https?://[^)\s]+)\)")
+
+
+def show_doc_anchor(md: str) -> str | None:
+    "The anchor nbdev gives a `show_doc` section: its name, lower-cased."
+    m = _SHOW_DOC_HEAD.search(md)
+    return m.group(2).strip().strip("`").lower() if m else None
+
+
+_SHOW_DOC_HEAD = re.compile(r"^(#{2,6})\s+(\S[^\n]*?)\s*$", re.M)
+
+
+_SOURCE_LINK = re.compile(r"^\[source\]\(([^)\s]+)\)(\{[^}\n]*\})?\s*$", re.M)
+
+
+def show_doc_markdown(md: str, page: str, ctx: PageContext) -> str:
+    """A `show_doc` output → Markdown for the page: an anchor `api-<name>` (nbdev's anchor, the lower-cased name,
+    behind a prefix that no heading id has) before the heading, the source link after it, the leading rule dropped."""
+    md = md.strip()
+    if md.startswith("---"):
+        md = md[3:].lstrip()
+    src = _SOURCE_LINK.search(md)
+    if src:
+        md = (md[:src.start()] + md[src.end():]).lstrip()
+    name = show_doc_anchor(md)
+    table = param_table(ctx.api.get(f"{Path(page).name}.html#{name}")) if name else None
+    if table:                                   # the comments in the signature become the table's Details column
+        md = _SIGNATURE.sub(lambda b: _SIG_COMMENT.sub("", b.group(0)), md, count=1).rstrip() + "\n\n" + table
+    m = _SHOW_DOC_HEAD.search(md)
+    if m:
+        anchor = html.escape("api-" + name, quote=True)
+        after = f'\n\n<a class="cnb-api-source" href="{html.escape(src.group(1), quote=True)}">source</a>\n' if src else "\n"
+        md = (md[:m.start()] + f'<a id="{anchor}" class="cnb-api-anchor"></a>\n\n' + m.group(0) + after
+              + md[m.end():])
+    return rewrite_markdown(md, page, ctx)
+
+
+_SIGNATURE = re.compile(r"```python\n.*?```", re.S)
+_SIG_COMMENT = re.compile(r"[ \t]*#[^\n]*(?=\n)")
+
+
+def api_index(lib: Path) -> dict[str, str]:
+    "nbdev's symbol index (`_modidx.py`): doc link (`'models.html#vit_small'`) → full name of the symbol."
+    ns: dict = {}
+    exec((lib / "_modidx.py").read_text(encoding="utf-8"), ns)
+    return {url: full for syms in ns["d"]["syms"].values() for full, (url, _src) in syms.items()}
+
+
+def _symbol(full: str):
+    import importlib
+    parts = full.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for p in parts[i:]:
+            obj = getattr(obj, p)
+        return obj
+    raise ImportError(full)
+
+
+def _esc(text: str) -> str:
+    "Text for a Markdown table cell: a `|` would end the cell."
+    return text.replace("|", "\\|")
+
+
+def _cell(v) -> str:
+    return _esc(f"`{v}`") if v != "" else ""
+
+
+def param_table(full: str | None) -> str | None:
+    """The parameter table of an API entry, from its docments (fastcore's `docments`, as nbdev's own tables were):
+    parameter, type, default, details, and the return value; None when no parameter is documented."""
+    if not full:
+        return None
+    import inspect
+    from fastcore.docments import docments
+    try:
+        dm = docments(_symbol(full), full=True)
+    except Exception:                        # not a function or class with a signature: no table
+        return None
+    dm.pop("self", None)
+    ret = dm.pop("return", None)
+    if not any(v.get("docment") for v in dm.values()):
+        return None
+
+    def anno(v):
+        a = v.get("anno", inspect.Parameter.empty)
+        return "" if a is inspect.Parameter.empty else (a if isinstance(a, str) else inspect.formatannotation(a))
+
+    def default(v):
+        d = v.get("default", inspect.Parameter.empty)
+        return "" if d is inspect.Parameter.empty else repr(d)
+
+    rows = ["| parameter | type | default | details |", "|---|---|---|---|"]
+    for name, v in dm.items():
+        rows.append(f"| `{name}` | {_cell(anno(v))} | {_cell(default(v))} | {_esc(v.get('docment') or '')} |")
+    if ret and (ret.get("docment") or anno(ret)):
+        rows.append(f"| **returns** | {_cell(anno(ret))} | | {_esc(ret.get('docment') or '')} |")
+    return "\n".join(rows)
+
+
+def plotly_html(spec: dict, key: str) -> str:
+    "A saved plotly figure as a `div` that `_static/cnb-plotly.js` draws with the site's own plotly.js."
+    payload = json.dumps({"data": spec.get("data", []), "layout": spec.get("layout", {}),
+                          "config": spec.get("config", {})}, separators=(",", ":"))
+    payload = payload.replace("</", "<\\/")                       # cannot close the script element early
+    return (f'<div class="cnb-plotly" id="cnb-plotly-{key}"><div class="cnb-plotly-target"></div>'
+            f'<script type="application/json" class="cnb-plotly-spec">{payload}</script></div>')
+
+
+def rewrite_outputs(outputs: list, key: str) -> list:
+    out = []
+    for i, o in enumerate(outputs):
+        data = o.get("data")
+        if data is None:
+            out.append(o); continue
+        if PLOTLY_MIME in data:
+            spec = data[PLOTLY_MIME]
+            spec = json.loads(spec) if isinstance(spec, str) else spec
+            o = copy.deepcopy(o)
+            o["data"] = {"text/html": plotly_html(spec, f"{key}-{i}")}
+            o.setdefault("metadata", {})
+            out.append(o); continue
+        if WIDGET_MIME in data:           # a live widget needs a kernel; its static image is a separate output
+            continue
+        out.append(o)
+    return out
+
+
+def rewrite_notebook(nb, rel_nb: Path, ctx: PageContext):
+    "One processed notebook → the notebook MyST-NB renders (a new object; `nb` is not changed)."
+    nb = copy.deepcopy(nb)
+    front = _front_matter(nb)
+    page = ctx.pages[str(rel_nb)]
+    is_index = rel_nb.name == "index.ipynb"
+    cells = []
+    title = front.get("title") or page
+    head = f"# {title}\n"
+    if front.get("description"):
+        head += f"\n> {front['description']}\n"
+    cells.append(nbformat.v4.new_markdown_cell(head))
+    for n, c in enumerate(nb.cells):
+        if c.cell_type == "raw" and c.source.lstrip().startswith("---") and n < 2:
+            continue
+        if c.cell_type == "markdown":
+            if c.source.strip().startswith("<!-- WARNING: THIS FILE WAS AUTOGENERATED"):
+                continue
+            c.source = rewrite_markdown(c.source, page, ctx, is_index)
+            c.pop("attachments", None) if not c.get("attachments") else None
+            cells.append(c); continue
+        if c.cell_type != "code":
+            cells.append(c); continue
+        opts, code = directives(c.source), strip_directives(c.source)
+        tags = list(c.metadata.get("tags", []))
+        if str(opts.get("include", "")).lower() == "false":
+            continue
+        if str(opts.get("output", "")).lower() == "asis":     # show_doc: its Markdown output is part of the page
+            for o in c.get("outputs", []):
+                md = o.get("data", {}).get("text/markdown")
+                if md:
+                    cells.append(nbformat.v4.new_markdown_cell(show_doc_markdown(md, page, ctx)))
+            continue
+        if str(opts.get("echo", "")).lower() == "false" and "remove-input" not in tags:
+            tags.append("remove-input")
+        if str(opts.get("output", "")).lower() == "false" and "remove-output" not in tags:
+            tags.append("remove-output")
+        c.source = code
+        c.metadata = {"tags": tags} if tags else {}
+        c.outputs = rewrite_outputs(c.get("outputs", []), f"{hashlib.sha1(page.encode()).hexdigest()[:6]}-{n}")
+        cells.append(c)
+    nb.cells = cells
+    nb.metadata.pop("widgets", None)                 # saved widget state would pull in a widget manager from a CDN
+    nb.metadata.pop("papermill", None)
+    return nb
+
+
+def _write_if_changed(path: Path, text: str | bytes):
+    "Write only when the content differs, so Sphinx rebuilds only the pages that changed."
+    data = text.encode() if isinstance(text, str) else text
+    if path.exists() and path.read_bytes() == data:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def toctree_cell(pages: list[str], caption: str) -> str:
+    body = "\n".join(pages)
+    return f"```{{toctree}}\n:hidden:\n:caption: {caption}\n:maxdepth: 1\n\n{body}\n```\n"
+
+
+def sphinx_sources(proc: Path, nbs: Path, src: Path, doc_url: str, lib: Path | None = None) -> dict[str, str]:
+    """Write the Sphinx source folder `src` from nbdev's `proc` (mirrors `nbs`); returns notebook → page."""
+    order = notebook_order(nbs)
+    missing = [str(p) for p in order if not (proc / p).exists()]
+    if missing:
+        raise RuntimeError(f"nbdev's processing produced no {missing} in {proc}")
+    nbs_read = {str(p): nbformat.read(proc / p, as_version=4) for p in order}
+    pages = {k: page_of(Path(k), _front_matter(nb)) for k, nb in nbs_read.items()}
+    dup = {v for v in pages.values() if list(pages.values()).count(v) > 1}
+    if dup:
+        raise RuntimeError(f"two notebooks would publish to the same page: {sorted(dup)}")
+    anchors = {pages[k]: {a for c in nb.cells if c.cell_type == "code" and "output: asis" in c.source
+                          for o in c.get("outputs", []) if (a := show_doc_anchor(o.get("data", {}).get("text/markdown", "")))}
+               for k, nb in nbs_read.items()}
+    ctx = PageContext(doc_url, pages, anchors, api_index(lib) if lib and (lib / "_modidx.py").exists() else {})
+    wanted = set()
+    for k, nb in nbs_read.items():
+        out = rewrite_notebook(nb, Path(k), ctx)
+        if k == "index.ipynb":
+            lib = [pages[str(p)] for p in order if p.parent == Path(".") and p.name != "index.ipynb"]
+            tut = [pages[str(p)] for p in order if p.parent == Path("tutorials")]
+            out.cells.append(nbformat.v4.new_markdown_cell(toctree_cell(lib, "Library")))
+            if tut:
+                out.cells.append(nbformat.v4.new_markdown_cell(toctree_cell(tut, "Tutorials")))
+        dest = src / (pages[k] + ".ipynb")
+        _write_if_changed(dest, nbformat.writes(out))
+        wanted.add(dest)
+    # images and other files the pages refer to (nbdev copied them into _proc)
+    for f in proc.rglob("*"):
+        rel = f.relative_to(proc)
+        if f.is_dir() or f.suffix == ".ipynb" or rel.name in QUARTO_FILES or rel.parts[0].startswith(("_", ".")):
+            continue
+        dest = src / rel
+        _write_if_changed(dest, f.read_bytes())
+        wanted.add(dest)
+    for f in list(src.rglob("*")):                   # pages of notebooks that no longer exist
+        if f.is_file() and f not in wanted:
+            f.unlink()
+    return pages
+
+
+def build_sphinx(src: Path, out: Path, doctrees: Path, jobs: int = 2, quiet: bool = True) -> None:
+    cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-c", str(DOCS), "-d", str(doctrees), "-j", str(jobs)]
+    cmd += ["-q"] if quiet else []
+    r = subprocess.run(cmd + [str(src), str(out)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"Sphinx failed:\n{r.stderr[-6000:]}")
+    if r.stderr.strip():
+        print(r.stderr.strip(), file=sys.stderr)
+
+
+def build(root: Path = ROOT, out: Path | None = None, builder: str = "auto", jobs: int = 2, quiet: bool = True) -> Path:
+    """Build the site of the project at `root` into `out` (default `root/_docs`); returns `out`."""
+    root = Path(root).resolve()
+    cfg = settings(root)
+    out = Path(out or root / cfg.get("doc_path", "_docs")).resolve()
+    if builder not in ("auto", "quarto", "sphinx"):
+        raise ValueError(f"`builder` must be 'auto', 'quarto' or 'sphinx'; got {builder!r}")
+    if builder == "quarto" or (builder == "auto" and shutil.which("quarto")):
+        return build_quarto(root, out, jobs)
+    t0 = time.time()
+    proc = nbdev_process(root)
+    t1 = time.time()
+    work = root / "_build" / "docs"
+    src = work / "src"
+    if str(root) not in sys.path:            # the API tables read the docments of this checkout's library
+        sys.path.insert(0, str(root))
+    sphinx_sources(proc, root / cfg.get("nbs_path", "nbs"), src,
+                   cfg.get("doc_host", "") + cfg.get("doc_baseurl", ""), root / cfg.get("lib_path", "contrastive_nb"))
+    build_sphinx(src, out, work / "doctrees", jobs, quiet)
+    if not quiet:
+        print(f"nbdev processing {t1 - t0:.1f} s, Sphinx {time.time() - t1:.1f} s")
+    return out
+
+
+def build_quarto(root: Path, out: Path, jobs: int) -> Path:
+    """`nbdev_docs` (Quarto). It also re-renders README.md with Quarto; README.md belongs to `make readme`
+    (nbconvert), so it is put back as it was."""
+    if not shutil.which("quarto"):
+        raise RuntimeError("`--builder quarto` needs Quarto on PATH (https://quarto.org); `--builder sphinx` needs nothing")
+    readme = root / "README.md"
+    before = readme.read_bytes() if readme.exists() else None
+    nbdev_docs = shutil.which("nbdev_docs", path=str(Path(sys.executable).parent)) or "nbdev_docs"
+    try:
+        subprocess.run([nbdev_docs, "--n_workers", str(jobs)], cwd=root, check=True)
+    finally:
+        if before is not None and readme.read_bytes() != before:
+            readme.write_bytes(before)
+    built = root / settings(root).get("doc_path", "_docs")
+    if built.resolve() != out:
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.copytree(built, out)
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--root", default=str(ROOT), help="the project folder (settings.ini, nbs/)")
+    ap.add_argument("--out", default=None, help="where the site goes (default: doc_path of settings.ini, _docs/)")
+    ap.add_argument("--builder", default=os.environ.get("DOCS_BUILDER", "auto"), choices=["auto", "quarto", "sphinx"],
+                    help="auto: nbdev_docs where Quarto is installed, else Sphinx + MyST-NB")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("-v", "--verbose", action="store_true")
+    a = ap.parse_args(argv)
+    try:
+        out = build(Path(a.root), Path(a.out) if a.out else None, a.builder, a.jobs, quiet=not a.verbose)
+    except (RuntimeError, ValueError, subprocess.CalledProcessError) as e:
+        print(f"docs: {e}", file=sys.stderr)
+        return 1
+    print(f"docs: the site is in {out} (open {out / 'index.html'})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
