@@ -167,6 +167,27 @@ def linear_probe(train_z, train_y, test_z, test_y, C: float = 1.0, max_iter: int
     return topk_accuracy(torch.tensor(proba), test_y)
 
 # %% ../nbs/07_evaluate.ipynb #c37ae03f
+def _fine_tune_args(train_x, train_y, val_x, val_y, test_x, test_y, lr, augment, epochs, batch_size, val_every):
+    "`fine_tune`'s arguments checked: the learning rates and augmentations to try, and the labels as a tensor."
+    check_int("epochs", epochs, 1); check_int("batch_size", batch_size, 1); check_int("val_every", val_every, 1)
+    lrs = list(lr) if isinstance(lr, (list, tuple)) else [lr]
+    augs = list(augment) if isinstance(augment, (list, tuple)) else [augment]
+    if not lrs or not augs:
+        raise ValueError("`lr` and `augment` must be single values or non-empty lists")
+    for v in lrs:
+        check_range("lr", v, 0, low_inclusive=False)
+    for a in augs:
+        if a is not None and not callable(a):
+            raise ValueError(f"`augment` must be a function of a batch (or None); got {type(a).__name__}")
+    if (val_x is None) != (val_y is None) or (test_x is None) != (test_y is None):
+        raise ValueError("give `val_x` with `val_y` and `test_x` with `test_y` (or neither of a pair)")
+    if len(lrs) * len(augs) > 1 and val_x is None:
+        raise ValueError("several learning rates or augmentations need `val_x`/`val_y` to choose among them")
+    ty = torch.as_tensor(np.asarray(train_y), dtype=torch.long)
+    if len(ty) != len(train_x):
+        raise ValueError(f"`train_y` must have one label per image of `train_x` ({len(train_x)}); got {len(ty)}")
+    return lrs, augs, ty
+
 def fine_tune(encoder: nn.Module,                # pre-trained encoder: copied, never modified
               train_x: torch.Tensor,             # (n, C, H, W) labeled training images
               train_y,                           # (n,) their labels
@@ -195,24 +216,8 @@ def fine_tune(encoder: nn.Module,                # pre-trained encoder: copied, 
     scored). Test is scored once, after the selection."""
     from contrastive_nb.compute import FlopLedger
     from contrastive_nb.models import LinearClassifier
-    check_int("epochs", epochs, 1); check_int("batch_size", batch_size, 1); check_int("val_every", val_every, 1)
-    lrs = list(lr) if isinstance(lr, (list, tuple)) else [lr]
-    augs = list(augment) if isinstance(augment, (list, tuple)) else [augment]
-    if not lrs or not augs:
-        raise ValueError("`lr` and `augment` must be single values or non-empty lists")
-    for v in lrs:
-        check_range("lr", v, 0, low_inclusive=False)
-    for a in augs:
-        if a is not None and not callable(a):
-            raise ValueError(f"`augment` must be a function of a batch (or None); got {type(a).__name__}")
-    if (val_x is None) != (val_y is None) or (test_x is None) != (test_y is None):
-        raise ValueError("give `val_x` with `val_y` and `test_x` with `test_y` (or neither of a pair)")
-    if len(lrs) * len(augs) > 1 and val_x is None:
-        raise ValueError("several learning rates or augmentations need `val_x`/`val_y` to choose among them")
+    lrs, augs, ty = _fine_tune_args(train_x, train_y, val_x, val_y, test_x, test_y, lr, augment, epochs, batch_size, val_every)
     device = device or next(encoder.parameters()).device
-    ty = torch.as_tensor(np.asarray(train_y), dtype=torch.long)
-    if len(ty) != len(train_x):
-        raise ValueError(f"`train_y` must have one label per image of `train_x` ({len(train_x)}); got {len(ty)}")
     C = n_classes or int(max([ty.max().item()] + [int(np.max(v)) for v in (val_y, test_y) if v is not None])) + 1
     ledger = ledger if ledger is not None else FlopLedger()
     flops0, updates0 = ledger.total, ledger.updates
