@@ -27,8 +27,9 @@ __all__ = ['TORCHVISION_DATASETS', 'CIFAR100_FINE_TO_COARSE', 'CIFAR100_SUPERCLA
            'TensorImageDataset', 'load_digits', 'torchvision_dataset', 'image_folder_dataset', 'CSVImageDataset',
            'csv_image_dataset', 'item_paths', 'dataset_fingerprint', 'check_dataset', 'labeled_fraction_split',
            'k_shot_split', 'long_tail_subsample', 'noisy_labels', 'coarse_labels', 'coarse_u_subsample',
-           'spurious_digits', 'waterbirds_dataset', 'labels_fingerprint', 'save_split_manifest', 'load_split_manifest',
-           'ClassStratifiedBatchSampler', 'EpochBatchSampler', 'CyclingIterator']
+           'spurious_digits', 'waterbirds_dataset', 'check_disjoint', 'labels_fingerprint', 'save_split_manifest',
+           'load_split_manifest', 'train_val_test_split', 'ClassStratifiedBatchSampler', 'EpochBatchSampler',
+           'CyclingIterator']
 
 # %% ../nbs/01_data.ipynb #47b92b4a
 class TensorImageDataset(Dataset):
@@ -561,13 +562,30 @@ def waterbirds_dataset(root, split: str = "train", transform: Callable | None = 
     return ds
 
 # %% ../nbs/01_data.ipynb #9aab71c9
+def check_disjoint(splits: dict,            # split name → 1-D array of item indices
+                   where: str = "`splits`",  # what the error names (e.g. the manifest's path)
+                  ) -> dict:
+    "Refuse splits that share an item (a leak across splits) or repeat one; returns `splits` unchanged."
+    arrays = {k: np.asarray(v, dtype=np.int64).reshape(-1) for k, v in splits.items()}
+    for k, v in arrays.items():
+        if len(np.unique(v)) != len(v):
+            raise ValueError(f"{where}: split {k!r} holds an item more than once")
+    names = list(arrays)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            shared = np.intersect1d(arrays[a], arrays[b])
+            if len(shared):
+                raise ValueError(f"{where}: splits {a!r} and {b!r} share {len(shared)} item(s) (first: index "
+                                 f"{int(shared[0])}); the splits of a manifest must be disjoint")
+    return splits
+
 def labels_fingerprint(labels) -> str:
     "SHA-256 (first 16 hex digits) of the label array: identifies the dataset order a split refers to."
     import hashlib
     return hashlib.sha256(label_vector(labels, low=None).tobytes()).hexdigest()[:16]
 
 def save_split_manifest(path, labels, splits: dict, **params) -> Path:
-    "Write `splits` (name → index array) with `params` and the labels' fingerprint to `path` as JSON."
+    "Write disjoint `splits` (name → index array) with `params` and the labels' fingerprint to `path` as JSON."
     if not isinstance(splits, dict) or not splits:
         raise ValueError("`splits` must be a non-empty dict of name → index array")
     n = len(label_vector(labels, low=None))
@@ -577,18 +595,52 @@ def save_split_manifest(path, labels, splits: dict, **params) -> Path:
         if v.ndim != 1 or (v.size and (v.min() < 0 or v.max() >= n)):
             raise ValueError(f"split {k!r} must be a 1-D array of indices in [0, {n - 1}]")
         out[k] = v.tolist()
+    check_disjoint(out)
     return atomic_write_json(path, {"format": "contrastive_nb.split/1", "n_items": n,
                                     "labels_sha256": labels_fingerprint(labels), "params": params, "splits": out})
 
-def load_split_manifest(path, labels=None) -> dict:
-    "Read a manifest; when `labels` are given, refuse a manifest made for other labels. Returns name → int64 array."
+def load_split_manifest(path,
+                        labels=None,     # refuse a manifest made for other labels
+                        require=None,    # split names that must be present (e.g. ["train", "val", "test"])
+                       ) -> dict:
+    "Read a manifest (its splits checked disjoint); returns name → int64 array."
     m = read_json(path)
     if m.get("format") != "contrastive_nb.split/1":
         raise ValueError(f"{path} is not a contrastive_nb split manifest")
     if labels is not None and labels_fingerprint(labels) != m["labels_sha256"]:
         raise ValueError(f"{path} was made for other labels (fingerprint {m['labels_sha256']}, "
                          f"these labels {labels_fingerprint(labels)}): refusing to apply it")
-    return {k: np.asarray(v, dtype=np.int64) for k, v in m["splits"].items()}
+    splits = {k: np.asarray(v, dtype=np.int64) for k, v in m["splits"].items()}
+    missing = [k for k in (require or []) if k not in splits]
+    if missing:
+        raise ValueError(f"{path} has no split(s) {missing}; it holds {sorted(splits)}")
+    return check_disjoint(splits, where=str(path))
+
+# %% ../nbs/01_data.ipynb #f68ab951
+def train_val_test_split(labels,                      # one class label per item
+                         val_fraction: float = 0.2,   # share of the whole dataset for validation
+                         test_fraction: float = 0.2,  # share of the whole dataset for test
+                         seed: int = 0,
+                        ) -> dict:
+    "Per-class stratified, disjoint `{'train', 'val', 'test'}` index arrays (sorted) that together cover every item."
+    y = label_vector(labels, low=None)
+    check_range("val_fraction", val_fraction, 0, 1, low_inclusive=False, high_inclusive=False)
+    check_range("test_fraction", test_fraction, 0, 1, low_inclusive=False, high_inclusive=False)
+    if val_fraction + test_fraction >= 1:
+        raise ValueError(f"`val_fraction` + `test_fraction` must leave items for training; got "
+                         f"{val_fraction} + {test_fraction}")
+    classes, counts = np.unique(y, return_counts=True)
+    if counts.min() < 3:
+        raise ValueError(f"class {classes[counts.argmin()]} has {counts.min()} item(s): each class needs at least 3 "
+                         f"(one for train, validation and test)")
+    test, rest = labeled_fraction_split(y, test_fraction, seed)
+    val_rel, train_rel = labeled_fraction_split(y[rest], val_fraction / (1 - test_fraction), seed + 1)
+    out = {"train": np.sort(rest[train_rel]), "val": np.sort(rest[val_rel]), "test": np.sort(test)}
+    short = [int(c) for c in classes if not (y[out["train"]] == c).any()]
+    if short:
+        raise ValueError(f"class(es) {short} have no training item left at these fractions; lower "
+                         f"`val_fraction`/`test_fraction`")
+    return check_disjoint(out)
 
 # %% ../nbs/01_data.ipynb #136ed65f
 class ClassStratifiedBatchSampler(Sampler):

@@ -167,28 +167,100 @@ def linear_probe(train_z, train_y, test_z, test_y, C: float = 1.0, max_iter: int
     return topk_accuracy(torch.tensor(proba), test_y)
 
 # %% ../nbs/07_evaluate.ipynb #c37ae03f
-def fine_tune(encoder: nn.Module, train_x: torch.Tensor, train_y, test_x: torch.Tensor, test_y,
-              n_classes: int | None = None, epochs: int = 90, batch_size: int = 256, lr: float = 0.05,
-              momentum: float = 0.9, augment: Callable | None = None, seed: int = 0, device=None) -> dict:
-    "Fine-tune a copy of `encoder` + zero-init linear head on `(train_x, train_y)`; test `{'top1', 'top5'}`."
-    from contrastive_nb.models import LinearClassifier
-    check_int("epochs", epochs, 1); check_int("batch_size", batch_size, 1)
-    check_range("lr", lr, 0, low_inclusive=False)
-    device = device or next(encoder.parameters()).device
+def _fine_tune_args(train_x, train_y, val_x, val_y, test_x, test_y, lr, augment, epochs, batch_size, val_every):
+    "`fine_tune`'s arguments checked: the learning rates and augmentations to try, and the labels as a tensor."
+    check_int("epochs", epochs, 1); check_int("batch_size", batch_size, 1); check_int("val_every", val_every, 1)
+    lrs = list(lr) if isinstance(lr, (list, tuple)) else [lr]
+    augs = list(augment) if isinstance(augment, (list, tuple)) else [augment]
+    if not lrs or not augs:
+        raise ValueError("`lr` and `augment` must be single values or non-empty lists")
+    for v in lrs:
+        check_range("lr", v, 0, low_inclusive=False)
+    for a in augs:
+        if a is not None and not callable(a):
+            raise ValueError(f"`augment` must be a function of a batch (or None); got {type(a).__name__}")
+    if (val_x is None) != (val_y is None) or (test_x is None) != (test_y is None):
+        raise ValueError("give `val_x` with `val_y` and `test_x` with `test_y` (or neither of a pair)")
+    if len(lrs) * len(augs) > 1 and val_x is None:
+        raise ValueError("several learning rates or augmentations need `val_x`/`val_y` to choose among them")
     ty = torch.as_tensor(np.asarray(train_y), dtype=torch.long)
-    C = n_classes or int(max(ty.max().item(), int(np.max(test_y)))) + 1
-    enc = copy.deepcopy(encoder).to(device).train()
-    feat_dim = getattr(enc, "feature_dim", None) or enc(train_x[:2].to(device)).shape[1]
-    model = nn.Sequential(enc, LinearClassifier(feat_dim, C, zero_init=True)).to(device)
-    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, nesterov=True, weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs * max(1, math.ceil(len(ty) / batch_size)))
-    def batch_loss(idx):
-        x = train_x[idx].to(device)
-        return F.cross_entropy(model(augment(x) if augment is not None else x), ty[idx].to(device))
-    fit_epochs(model, opt, len(ty), epochs, batch_size, torch.Generator().manual_seed(seed), batch_loss,
-               scheduler=sched, min_batch=2)                                   # batch norm needs two items
-    scores = batched_inference(model, lambda idx: model(test_x[idx].to(device)), len(test_x), 512)
-    return topk_accuracy(scores, test_y)
+    if len(ty) != len(train_x):
+        raise ValueError(f"`train_y` must have one label per image of `train_x` ({len(train_x)}); got {len(ty)}")
+    return lrs, augs, ty
+
+def fine_tune(encoder: nn.Module,                # pre-trained encoder: copied, never modified
+              train_x: torch.Tensor,             # (n, C, H, W) labeled training images
+              train_y,                           # (n,) their labels
+              test_x: torch.Tensor | None = None,  # scored once, with the selected weights (None: not scored)
+              test_y=None,
+              n_classes: int | None = None,      # classes of the head (default: from the labels)
+              epochs: int = 90,
+              batch_size: int = 256,
+              lr=0.05,                           # initial learning rate (cosine to 0); a list: each tried, best on validation
+              momentum: float = 0.9,             # Nesterov
+              augment=None,                      # device batch → augmented batch (App. A: crop/flip), None: none; a list: each tried
+              seed: int = 0,
+              device=None,
+              val_x: torch.Tensor | None = None,   # validation images: the epoch (and lr) with the best top-1 is kept
+              val_y=None,
+              val_every: int = 1,                # score validation every this many epochs (and after the last)
+              ledger=None,                       # a `compute.FlopLedger` charged with every update (App. C)
+             ) -> dict:
+    """Fine-tune a copy of `encoder` + a zero-initialised linear head on `(train_x, train_y)` (suncet.txt App. A).
+
+    `lr` and `augment` may be lists: every combination is fine-tuned and the best on validation kept (ties: the first,
+    learning rates varying fastest). Returns test `top1`/`top5` (when `test_x` is given), `val_top1`, `best_epoch`
+    (the epoch whose weights were kept: best validation top-1, else the last), the chosen `lr` and `augment_index`,
+    `updates` and `flops` (forward + backward of every update of every combination tried, measured) and the
+    per-epoch `history` of the chosen run (loss, cumulative `updates` and `flops`, and `val_top1` where it was
+    scored). Test is scored once, after the selection."""
+    from contrastive_nb.compute import FlopLedger
+    from contrastive_nb.models import LinearClassifier
+    lrs, augs, ty = _fine_tune_args(train_x, train_y, val_x, val_y, test_x, test_y, lr, augment, epochs, batch_size, val_every)
+    device = device or next(encoder.parameters()).device
+    C = n_classes or int(max([ty.max().item()] + [int(np.max(v)) for v in (val_y, test_y) if v is not None])) + 1
+    ledger = ledger if ledger is not None else FlopLedger()
+    flops0, updates0 = ledger.total, ledger.updates
+    has_val = val_x is not None
+
+    def run(lr, k):                            # one fine-tuning at `lr` with augmentation `k`: the model at its selected epoch
+        augment = augs[k]
+        enc = copy.deepcopy(encoder).to(device).train()
+        feat_dim = getattr(enc, "feature_dim", None) or enc(train_x[:2].to(device)).shape[1]
+        model = nn.Sequential(enc, LinearClassifier(feat_dim, C, zero_init=True)).to(device)
+        opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, nesterov=True, weight_decay=0.0)
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs * max(1, math.ceil(len(ty) / batch_size)))
+        u0, f0 = ledger.updates, ledger.total
+        def batch_loss(idx):
+            x, y = train_x[idx].to(device), ty[idx].to(device)
+            x = augment(x) if augment is not None else x
+            ledger.charge("finetune", "ce", tuple(x.shape), model, lambda m: F.cross_entropy(m(x), y)); ledger.step()
+            return F.cross_entropy(model(x), y)
+        best, epoch = {"val_top1": -math.inf, "state": None, "epoch": epochs}, [0]
+        def val_score():                       # NaN on epochs without a validation score: never selected
+            epoch[0] += 1
+            due = epoch[0] % val_every == 0 or epoch[0] == epochs
+            return {"val_top1": topk_accuracy(scores(model, val_x), val_y, ks=(1,))["top1"] if due else math.nan}
+        def after_epoch(rec):
+            rec.update(updates=ledger.updates - u0, flops=ledger.total - f0)
+            if "val_top1" in rec and rec["val_top1"] > best["val_top1"]:   # the whole state, batch-norm statistics too
+                best.update(val_top1=rec["val_top1"], epoch=rec["epoch"], state=copy.deepcopy(model.state_dict()))
+        r = fit_epochs(model, opt, len(ty), epochs, batch_size, torch.Generator().manual_seed(seed), batch_loss,
+                       dev_score=val_score if has_val else None, select="val_top1" if has_val else None,
+                       after_epoch=after_epoch, scheduler=sched, min_batch=2)   # batch norm needs two items
+        if best["state"] is not None:
+            model.load_state_dict(best["state"])
+        history = [{k: v for k, v in h.items() if not (k == "val_top1" and math.isnan(v))} for h in r["history"]]
+        return {"model": model, "lr": lr, "augment_index": k, "val_top1": best["val_top1"] if has_val else None,
+                "best_epoch": best["epoch"], "history": history}
+
+    def scores(model, x): return batched_inference(model, lambda idx: model(x[idx].to(device)), len(x), 512)
+    tried = [run(v, k) for k in range(len(augs)) for v in lrs]
+    chosen = max(tried, key=lambda t: t["val_top1"]) if has_val else tried[0]     # ties: the first lr
+    out = topk_accuracy(scores(chosen["model"], test_x), test_y) if test_x is not None else {}
+    out.update({k: chosen[k] for k in ("val_top1", "best_epoch", "lr", "augment_index", "history")},
+               updates=ledger.updates - updates0, flops=ledger.total - flops0)
+    return out
 
 # %% ../nbs/07_evaluate.ipynb #2eed26ea
 def ap_scores(y_true, y_score) -> dict:

@@ -545,14 +545,16 @@ def run_sweep(sweep_file, root="runs", parallel: int | None = None, log=print, b
         return _sweep_all(spec, runs, out, parallel, log, backend, ray_address)
 
 # %% ../nbs/40_runs.ipynb #ba188f10
-def sweep_results(sweep_dir, metrics: list | None = None) -> dict:
-    "Tidy results table, per-grid-point summary and standard figures of a sweep folder; returns their paths."
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def sweep_results(sweep_dir,                  # a sweep folder: one run folder per grid point and seed
+                  metrics: list | None = None,  # metrics summarised (default: every numeric one)
+                  figures: Callable | None = None,  # (ok runs: DataFrame, sweep_dir: Path) → {name: path} of figures it drew
+                 ) -> dict:
+    "Tidy results table and per-grid-point summary of a sweep folder, plus the figures `figures` draws; returns their paths."
     import pandas as pd
-    from contrastive_nb.core import atomic_write_parquet, atomic_write_text, read_json
+    from contrastive_nb.core import atomic_write_parquet, atomic_write_text
     sweep_dir = Path(sweep_dir)
+    if figures is not None and not callable(figures):
+        raise ValueError(f"`figures` must be a function (results, sweep_dir) -> {{name: path}}; got {type(figures).__name__}")
     res = collect_results(sweep_dir)
     if res.empty:
         raise ValueError(f"no runs under {sweep_dir}")
@@ -568,27 +570,11 @@ def sweep_results(sweep_dir, metrics: list | None = None) -> dict:
     paths["results.parquet"] = sweep_dir / "results.parquet"
     summ = summarize(res, metrics, by)
     atomic_write_text(sweep_dir / "summary.csv", summ.to_csv()); paths["summary.csv"] = sweep_dir / "summary.csv"
-    ok = res[res["status"] == "ok"]
-    if {"saved/probe_top1/petaflops_saved", "param/labeled_fraction"} <= set(ok.columns):
-        fig, ax = plt.subplots(1, 2, figsize=(11, 3.8))
-        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-        for i, (frac, grp) in enumerate(ok.groupby("param/labeled_fraction")):
-            for _, row in grp.iterrows():
-                hist = read_json(sweep_dir / row["run"] / "histories.json")
-                for method, ls in [("simclr", "--"), ("simclr+suncet", "-")]:
-                    ev = [r for r in hist[method] if "probe_top1" in r]
-                    ax[0].plot([r["petaflops"] * 1e3 for r in ev], [r["probe_top1"] for r in ev], ls, color=colors[i % 10], alpha=0.6,
-                               label=f"{method}, {frac:.0%} labels" if row["run"] == grp["run"].iloc[0] else None)
-        ax[0].set_xlabel("cumulative TFLOPs (measured)"); ax[0].set_ylabel("linear-probe test accuracy"); ax[0].legend(fontsize=7)
-        g = ok.assign(tf=ok["saved/probe_top1/petaflops_saved"] * 1e3).groupby("param/labeled_fraction")["tf"]
-        m, sd = g.mean(), g.std().fillna(0)
-        ax[1].errorbar(m.index * 100, m.values, yerr=sd.values, fmt="o-", capsize=4)
-        ax[1].axhline(0, color="gray", lw=0.8)
-        ax[1].set_xlabel("labeled data (%)"); ax[1].set_ylabel("TFLOPs saved to reach SimCLR's best\n(mean ± std over seeds)")
-        ax[1].set_xscale("log"); ax[1].minorticks_off()
-        ax[1].set_xticks(m.index * 100); ax[1].set_xticklabels([f"{v * 100:g}" for v in m.index])
-        fig.tight_layout(); fig.savefig(sweep_dir / "compute_saved.png", dpi=110); plt.close(fig)
-        paths["compute_saved.png"] = sweep_dir / "compute_saved.png"
+    if figures is not None:
+        drawn = figures(res[res["status"] == "ok"].reset_index(drop=True), sweep_dir) or {}
+        if not isinstance(drawn, dict):
+            raise ValueError(f"`figures` must return a dict of name → path; got {type(drawn).__name__}")
+        paths.update({k: Path(v) for k, v in drawn.items()})
     return paths
 
 # %% ../nbs/40_runs.ipynb #1d18863a

@@ -19,8 +19,8 @@ from .train import Hook, Projections, fit_epochs
 
 # %% auto #0
 __all__ = ['centre_similarity', 'collapse_metrics', 'collapse_summary', 'correct_noisy_labels', 'LabelCorrection',
-           'recover_strata', 'strata_f1', 'GroupDROLoss', 'train_classifier', 'predict', 'bucket_coreset',
-           'random_coreset', 'forgetting_counts', 'forgetting_coreset']
+           'recover_strata', 'strata_f1', 'GroupDROLoss', 'group_accuracy', 'train_classifier', 'predict',
+           'bucket_coreset', 'random_coreset', 'forgetting_counts', 'forgetting_coreset']
 
 # %% ../nbs/10_strata.ipynb #3d5457f1
 def _unit_rows(z, name="z") -> torch.Tensor:
@@ -193,15 +193,36 @@ class GroupDROLoss(nn.Module):
             self.q.copy_((q / q.sum()).to(self.q.device))
         return (self.q.to(device=losses.device, dtype=losses.dtype) * means * present).sum()
 
+def group_accuracy(pred, y, groups) -> dict:
+    "`{'average': …, 'worst_group': …}` accuracy of predictions `pred` against `y`; worst over the ids in `groups`."
+    pred, y, g = np.asarray(pred), np.asarray(y), np.asarray(groups)
+    if not (pred.shape == y.shape == g.shape) or pred.ndim != 1:
+        raise ValueError(f"`pred`, `y` and `groups` must be 1-D of one length; got {pred.shape}, {y.shape}, {g.shape}")
+    ok = pred == y
+    return {"average": float(ok.mean()), "worst_group": float(min(ok[g == k].mean() for k in np.unique(g)))}
+
 def train_classifier(model: nn.Module, x: torch.Tensor, y, groups=None, objective: str = "erm", epochs: int = 30,
                      batch_size: int = 128, lr: float = 0.05, weight_decay: float = 5e-4, eta: float = 0.01,
-                     augment=None, seed: int = 0, device="auto", track_correct: bool = False):
+                     augment=None, seed: int = 0, device="auto", track_correct: bool = False,
+                     val_x: torch.Tensor | None = None,   # validation images: the epoch with the best `select` is kept
+                     val_y=None,                          # their labels
+                     val_groups=None,                     # their group ids (needed for select='worst_group')
+                     select: str = "average",             # 'average' or 'worst_group' validation accuracy
+                    ):
     """Train `model` (images → logits) on `(x, y)` with SGD + cosine schedule; returns `(model, info)`.
 
-    `objective="group_dro"` needs `groups` (one id per item). `info["correct"]` is `(epochs, n)` bool — which training
-    items the model classified correctly after each epoch — when `track_correct` is set."""
-    check_choice("objective", objective, ["erm", "group_dro"])
+    `objective="group_dro"` needs `groups` (one id per item). With `val_x, val_y` the model is scored on validation
+    after every epoch and the state (batch-norm statistics included) of the best `select` score is restored:
+    `info` gets `best_epoch`, `val` (both accuracies at that epoch) and the per-epoch `history`.
+    `info["correct"]` is `(epochs, n)` bool — which training items the model classified correctly after each epoch —
+    when `track_correct` is set."""
+    import copy
+    check_choice("objective", objective, ["erm", "group_dro"]); check_choice("select", select, ["average", "worst_group"])
     check_int("epochs", epochs, 1); check_int("batch_size", batch_size, 1); check_range("lr", lr, 0, low_inclusive=False)
+    if (val_x is None) != (val_y is None):
+        raise ValueError("give `val_x` with `val_y` (or neither)")
+    if val_x is not None and select == "worst_group" and val_groups is None:
+        raise ValueError("`select='worst_group'` needs `val_groups`")
     dev = get_device(device)
     yt = torch.as_tensor(np.asarray(y.cpu() if isinstance(y, torch.Tensor) else y), dtype=torch.long)
     if len(yt) != len(x):
@@ -223,11 +244,25 @@ def train_classifier(model: nn.Module, x: torch.Tensor, y, groups=None, objectiv
         xb = x[idx].to(dev); xb = augment(xb) if augment is not None else xb
         losses = F.cross_entropy(model(xb), yt[idx].to(dev), reduction="none")
         return dro(losses, gt[idx].to(dev)) if dro is not None else losses.mean()
-    correct = []
-    track = (lambda rec: correct.append(predict(model, x, device=dev) == yt.numpy())) if track_correct else None
-    fit_epochs(model, opt, len(yt), epochs, batch_size, torch.Generator().manual_seed(seed), batch_loss,
-               after_epoch=track, scheduler=sched, min_batch=2)                 # batch norm needs two items
+    correct, best = [], {"score": -math.inf, "state": None}
+    vy = np.asarray(val_y) if val_y is not None else None
+    vg = np.asarray(val_groups) if val_groups is not None else (np.zeros(len(vy), int) if vy is not None else None)
+    def val_score():
+        return group_accuracy(predict(model, val_x, device=dev), vy, vg)
+    def after_epoch(rec):
+        if track_correct:
+            correct.append(predict(model, x, device=dev) == yt.numpy())
+        if val_x is not None and rec[select] > best["score"]:            # the whole state, batch-norm statistics too
+            best.update(score=rec[select], epoch=rec["epoch"], val={k: rec[k] for k in ("average", "worst_group")},
+                        state=copy.deepcopy(model.state_dict()))
+    r = fit_epochs(model, opt, len(yt), epochs, batch_size, torch.Generator().manual_seed(seed), batch_loss,
+                   dev_score=val_score if val_x is not None else None, select=select if val_x is not None else None,
+                   after_epoch=after_epoch, scheduler=sched, min_batch=2)   # batch norm needs two items
+    if best["state"] is not None:
+        model.load_state_dict(best["state"])
     info = {"group_weights": dro.q.cpu().numpy() if dro is not None else None}
+    if val_x is not None:
+        info.update(best_epoch=best["epoch"], val=best["val"], history=r["history"])
     if track_correct: info["correct"] = np.stack(correct)
     return model, info
 

@@ -13,7 +13,7 @@ from helpers import ROOT, tool
 
 NB = str(ROOT / "nbs" / "tutorials" / "suncet_digits.ipynb")
 TINY = dict(epochs=2, eval_every=1, suncet_off_epoch=1, finetune_epochs=1, warmup_epochs=0, simclr_batch=512,
-            suncet_unlabeled_batch=512, items_per_class=2)
+            suncet_unlabeled_batch=512, items_per_class=2, probe_Cs=[1.0], finetune_lr=[0.05], sweep_dir="none")
 
 
 def write_sweep(path, grid, name="s", parallel=2, retries=1, **params):
@@ -44,10 +44,10 @@ def test_sweep_killed_and_restarted_runs_only_what_is_missing(tmp_path, env):
     assert r.returncode == 0, r.stderr[-2000:]
     res = pd.read_csv(out / "results.csv")
     assert sorted(res["run"]) == sorted(f"labeled_fraction-{f}_seed-{s}" for f in ("0.1", "0.5") for s in (0, 1))
-    assert (res["status"] == "ok").all() and res["simclr+suncet/final_probe_top1"].between(0, 1).all()
+    assert (res["status"] == "ok").all() and res["results/simclr+suncet/test_top1"].between(0, 1).all()
+    assert (res["target_split"] == "val").all()
     summary = pd.read_csv(out / "summary.csv", header=[0, 1], index_col=0)
-    assert (summary[("simclr/final_probe_top1", "count")] == 2).all()
-    assert (out / "compute_saved.png").exists()
+    assert (summary[("results/simclr_own_batch/test_top1", "count")] == 2).all()
 
 
 def test_failed_run_is_reported_and_others_finish(tmp_path, env):

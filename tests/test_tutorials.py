@@ -4,48 +4,92 @@ import json
 import pandas as pd
 
 from helpers import ROOT
+from contrastive_nb.data import load_split_manifest
 from contrastive_nb.runs import run_notebook
 
 TUT = ROOT / "nbs" / "tutorials"
 
 
+ARMS = ["simclr_own_batch", "simclr_matched_batch", "simclr+suncet", "supervised_only", "random_init"]
+PRETRAINED = ARMS[:3]
+
+
 def test_suncet_digits_twin(tmp_path):
     run = run_notebook(TUT / "suncet_digits.ipynb", "twin", root=tmp_path, timeout=600,
-                       parameters=dict(epochs=3, eval_every=1, suncet_off_epoch=1, finetune_epochs=1, warmup_epochs=0,
-                                       simclr_batch=256, suncet_unlabeled_batch=256, items_per_class=4))
+                       parameters=dict(epochs=2, suncet_off_epoch=1, finetune_updates=4, supervised_updates=4, warmup_epochs=0,
+                                       simclr_batch=512, suncet_unlabeled_batch=512, items_per_class=2, probe_Cs=[1.0],
+                                       finetune_lr=[0.05, 0.2], thresholds=[0.5, 0.9], sweep_dir="none"))
     m = json.loads((run / "metrics.json").read_text())
-    assert m["epochs"] == 3 and 0.1 < m["simclr/final_probe_top1"] <= 1 and 0.1 < m["simclr+suncet/final_probe_top1"] <= 1
+    assert m["target_split"] == "val" and m["arms"] == ARMS and m["strongest_baseline"] in ARMS[:2] + ARMS[3:]
+    res = m["results"]
+    for a in ARMS:
+        assert 0 <= res[a]["val_top1"] <= 1 and 0 <= res[a]["test_top1"] <= 1, a
+    # the split: four disjoint parts (checked on reading) that cover the dataset; validation and test are untouched by training
+    split = load_split_manifest(run / "split.json", require=["labeled", "unlabeled", "val", "test"])
+    assert sum(len(v) for v in split.values()) == 1797 and m["n_val"] == len(split["val"]) and m["n_test"] == len(split["test"])
+    # validation selection: each pre-trained arm's selected epoch is the first maximum of its validation curve, and the
+    # curves start at the shared random init (epoch 0, no FLOPs), which is the random-init arm's validation probe
+    curves = json.loads((run / "histories.json").read_text())["curves"]
+    for a in PRETRAINED:
+        c = curves[a]
+        assert c[0]["epoch"] == 0 and c[0]["flops"] == 0 and c[0]["val_top1"] == res["random_init"]["val_probe_top1"]
+        assert res[a]["selected_epoch"] == max(c, key=lambda r: r["val_top1"])["epoch"], a
+        assert res[a]["val_probe_top1"] == max(r["val_top1"] for r in c), a
+    # matched budget: SimCLR at the SuNCEt run's unlabeled batch makes exactly its updates
+    assert res["simclr_matched_batch"]["pretrain_updates"] == res["simclr+suncet"]["pretrain_updates"]
+    # App. C: fine-tuning FLOPs (both learning rates tried) are in every trained arm's total
+    for a in PRETRAINED:
+        assert res[a]["finetune_flops"] > 0 and res[a]["finetune_lr"] in (0.05, 0.2) and res[a]["finetune_augment"] in ("basic", "none")
+        assert res[a]["total_flops"] == res[a]["pretrain_flops"] + res[a]["finetune_flops"]
+    assert res["supervised_only"]["pretrain_flops"] == 0 < res["supervised_only"]["total_flops"]
+    assert set(m["compute_saved"]) == set(ARMS) - {"simclr+suncet"}
+    assert set(m["reach"]) == set(ARMS) and all(set(v) == {"0.5", "0.9"} for v in m["reach"].values())
     # SuNCEt switched off after epoch 1: its labeled forward is charged in epoch 1 only
-    h = json.loads((run / "histories.json").read_text())["simclr+suncet"]
+    h = json.loads((run / "histories.json").read_text())["histories"]["simclr+suncet"]
     lab = [r["flops/labeled:suncet/forward"] for r in h]
-    assert lab[0] > 0 and lab[0] == lab[1] == lab[2]
-    assert h[1]["loss/suncet"] is None and h[0]["loss/suncet"] > 0
-    for name in ["accuracy_vs_compute.png", "tsne.png", "split.json", "histories.json",
-                 "simclr/checkpoints/latest.json", "simclr+suncet/history.json"]:
+    assert lab[0] > 0 and lab[0] == lab[1] and h[1]["loss/suncet"] is None and h[0]["loss/suncet"] > 0
+    arms = pd.read_parquet(run / "arms.parquet")
+    assert arms["arm"].tolist() == ARMS
+    for name in ["accuracy_vs_compute.png", "reach.parquet", "compute_saved.parquet",
+                 "checkpoints/simclr+suncet/checkpoints/latest.json", "weights/simclr_suncet.safetensors"]:
         assert (run / name).exists(), name
     t = pd.read_parquet(run / "embeddings_simclr_suncet.parquet")
-    assert len(t) == 360 and {"id", "split", "label", "embedding"} <= set(t.columns)
+    assert len(t) == m["n_test"] and {"id", "split", "label", "embedding"} <= set(t.columns)
+    assert set(t["id"]) == set(split["test"].tolist())
 
 
 def test_spread_strata_twin(tmp_path):
     run = run_notebook(TUT / "spread_strata.ipynb", "twin", root=tmp_path, timeout=600,
-                       parameters=dict(seeds=[0], epochs=2, clf_epochs=2, noise_levels=[0.2], coreset_fractions=[0.5],
-                                       coreset_runs=1, coreset_sizes=[0.3, 0.6], coreset_updates=4,
-                                       strata_reduce="pca", max_strata=3))
+                       parameters=dict(seeds=[0, 1], worst_group_seeds=[0], noise_seeds=[0], coreset_seeds=[0], epochs=2,
+                                       select_every=1, clf_epochs=2, probe_draws=1, probe_Cs=[1.0], strength_seeds=[100],
+                                       strength_grid=[[0.5, 0.2], [1.0, 0.0]], coreset_fractions=[0.5], coreset_runs=1,
+                                       coreset_sizes=[0.3, 0.6], coreset_updates=4, max_strata=3, train_limit=300,
+                                       strata_reduce="pca"))
     m = json.loads((run / "metrics.json").read_text())
-    for loss in ["ss", "sc", "spread"]:
-        assert 0.1 < m[f"{loss}/coarse_to_fine"] <= 1 and 0.4 < m[f"{loss}/end_model"] <= 1
-        assert -1 <= m[f"{loss}/mean_pairwise_cos"] <= 1
-    # the supervised losses pull each coarse class together more than SimCLR does
-    assert m["sc/mean_pairwise_cos"] > m["ss/mean_pairwise_cos"]
+    assert m["target_split"] == "val"
+    for seed in (0, 1):                       # each seed's split: disjoint (checked on reading)
+        load_split_manifest(run / f"split_seed{seed}.json", require=["train", "val", "test"])
+    probes = pd.read_parquet(run / "transfer_probes.parquet")
+    # 2 seeds x 4 encoders (random init included) x 2 spaces (h, z) x 3 label shares x 1 draw
+    assert len(probes) == 48 and set(probes["loss"]) == {"random_init", "ss", "sc", "spread"} and set(probes["space"]) == {"h", "z"}
+    assert probes["val_top1"].between(0, 1).all() and probes["test_top1"].between(0, 1).all()
+    assert sorted(probes["fraction"].unique()) == [0.01, 0.02, 0.1]
+    models = pd.read_parquet(run / "transfer_models.parquet")
+    assert (models.loc[models["loss"] == "random_init", "selected_epoch"] == 0).all()
+    assert models["selected_epoch"].between(0, 2).all() and models["mean_pairwise_cos"].between(-1, 1).all()
+    assert any(k.startswith("coarse_to_fine/h/1%/spread_minus_") for k in m)
+    search = pd.read_parquet(run / "strength_search.parquet")
+    assert len(search) == 2 and [m["worst_group/strength"]["tint"], m["worst_group/strength"]["jitter"]] in ([0.5, 0.2], [1.0, 0.0])
     worst = pd.read_parquet(run / "worst_group.parquet")
-    assert len(worst) == 5 and worst["worst-group acc"].between(0, 1).all()
-    assert worst["strata F1 (rare)"].dropna().between(0, 1).all() and worst["strata F1 (rare)"].notna().sum() == 3
+    assert sorted(worst["arm"]) == ["erm", "oracle", "recovered_ce", "recovered_sc", "recovered_spread"]
+    assert worst["test_worst_group"].between(0, 1).all() and worst["test_worst_group"].le(worst["test_average"]).all()
+    assert worst["rare_f1"].notna().sum() == 3
     noise = pd.read_parquet(run / "noise.parquet")
-    assert len(noise) == 2 * (1 + 2) and noise["accuracy"].between(0, 1).all()
+    assert len(noise) == 2 * 3 and set(noise["condition"]) == {"clean", "noisy", "corrected"}
+    assert noise["test_top1"].between(0, 1).all()
     cores = pd.read_parquet(run / "coresets.parquet")
     assert sorted(cores["size"].unique()) == [0.3, 0.6] and cores["method"].nunique() == 3
-    for name in ["fig2_tsne_centre_similarity.png", "coresets.png", "transfer.parquet"]:
+    for name in ["fig2_tsne_centre_similarity.png", "coresets.png", "strata_f1.parquet"]:
         assert (run / name).exists(), name
 
 
