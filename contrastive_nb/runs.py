@@ -17,6 +17,7 @@ import shutil
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from .core import atomic_write_json, check_choice, check_int, check_range, new_run_dir, read_json
