@@ -301,8 +301,18 @@ def test_site_in_a_browser(built, served):
             # a plotly figure: drawn by the site's own plotly.js, and a real hover shows the point's values
             with_plotly = [n for n in pages if "cnb-plotly" in (site / f"{n}.html").read_text()]
             assert with_plotly, "no page shows a plotly figure"
-            page.goto(f"{base}/{with_plotly[0]}.html")
-            page.wait_for_function("() => document.querySelector('.cnb-plotly .js-plotly-plot .scatterlayer')", timeout=30_000)
+            # every plotly figure of every such page is drawn; the hover runs on the first page with an SVG scatter
+            # (the explorer's WebGL traces draw on a canvas, which headless Chromium without a GPU cannot hover)
+            svg_page = None
+            for n in with_plotly:
+                page.goto(f"{base}/{n}.html")
+                page.wait_for_function("() => [...document.querySelectorAll('.cnb-plotly')].every(d => d.querySelector('.js-plotly-plot'))",
+                                       timeout=30_000)
+                if svg_page is None and page.evaluate("() => !!document.querySelector('.cnb-plotly .js-plotly-plot .scatterlayer .point')"):
+                    svg_page = n
+            assert svg_page, f"no page among {with_plotly} draws an SVG scatter to hover"
+            page.goto(f"{base}/{svg_page}.html")
+            page.wait_for_function("() => document.querySelector('.cnb-plotly .js-plotly-plot .scatterlayer .point')", timeout=30_000)
             page.locator(".cnb-plotly").first.scroll_into_view_if_needed()
             pts = page.evaluate(PLOTLY_POINTS_JS)
             assert pts, "the plotly figure has no points"
