@@ -37,13 +37,15 @@ browser:
 ## All tests: library/notebook sync, every notebook's checks (nbdev_test), pytest (the browser test included).
 ## One BLAS/OpenMP thread per process: the tests run tiny models two at a time, and two processes of two spinning
 ## threads each on two cores made them 5-7x slower (measured: a 15-update fit took 11.3 s of CPU with 2 threads
-## under load, 1.6 s with 1).
+## under load, 1.6 s with 1). pytest runs on TEST_WORKERS processes (pytest-xdist), one test file per worker at a
+## time (module fixtures such as the built docs site are made once); TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 2
 test: export OMP_NUM_THREADS = 1
 test: export MKL_NUM_THREADS = 1
 test: setup browser
 	$(PY) -m pytest -q tests/test_export_sync.py
 	nbdev_test --n_workers 2 --timing --skip_folder_re "^([_.]|tutorials$$)"
-	$(PY) -m pytest -q -p no:cacheprovider tests
+	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile tests
 
 export: setup
 	nbdev_export
