@@ -84,6 +84,9 @@ def test_spread_strata_twin(tmp_path):
     assert sorted(worst["arm"]) == ["erm", "oracle", "recovered_ce", "recovered_sc", "recovered_spread"]
     assert worst["test_worst_group"].between(0, 1).all() and worst["test_worst_group"].le(worst["test_average"]).all()
     assert worst["rare_f1"].notna().sum() == 3
+    # the first stage keeps its last epoch (validation, whose background is independent, would favour the untrained
+    # network and give L_SC and L_spread one and the same groups)
+    assert (worst.dropna(subset=["rare_f1"])["stage1_epoch"] == 2).all()
     noise = pd.read_parquet(run / "noise.parquet")
     assert len(noise) == 2 * 3 and set(noise["condition"]) == {"clean", "noisy", "corrected"}
     assert noise["test_top1"].between(0, 1).all()
