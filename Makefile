@@ -45,7 +45,7 @@ test: export MKL_NUM_THREADS = 1
 test: setup browser
 	$(PY) -m pytest -q tests/test_export_sync.py
 	nbdev_test --n_workers 2 --timing --skip_folder_re "^([_.]|tutorials$$)"
-	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile tests
+	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests
 
 export: setup
 	nbdev_export

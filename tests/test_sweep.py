@@ -1,4 +1,4 @@
-"""`contrastive-nb sweep` and `results`: a 4-run sweep of the main job at tiny size, killed midway and restarted;
+"""`contrastive-nb sweep` and `results`: a 3-run sweep of the main job at tiny size, killed midway and restarted;
 a failing run; a bad parameter."""
 import json
 import os
@@ -23,7 +23,7 @@ def write_sweep(path, grid, name="s", parallel=2, retries=1, seeds=(0, 1), **par
 
 
 def test_sweep_killed_and_restarted_runs_only_what_is_missing(tmp_path, env):
-    sweep = write_sweep(tmp_path / "sweep.yaml", {"labeled_fraction": [0.1, 0.5]}, parallel=1)
+    sweep = write_sweep(tmp_path / "sweep.yaml", {"labeled_fraction": [0.1]}, parallel=1, seeds=[0, 1, 2])
     out = tmp_path / "runs" / "s"
     p = subprocess.Popen([tool("contrastive-nb"), "sweep", str(sweep), "--root", str(tmp_path / "runs")], cwd=tmp_path,
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
@@ -32,22 +32,22 @@ def test_sweep_killed_and_restarted_runs_only_what_is_missing(tmp_path, env):
         time.sleep(1)
     os.killpg(p.pid, signal.SIGKILL); p.wait()
     done_first = {d.name: (d / "status.json").read_text() for d in out.iterdir() if (d / "status.json").exists()}
-    assert 1 <= len(done_first) < 4, done_first
+    assert 1 <= len(done_first) < 3, done_first
     r = subprocess.run([tool("contrastive-nb"), "sweep", str(sweep), "--root", str(tmp_path / "runs")], cwd=tmp_path,
                        env=env, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    assert f"{len(done_first)} already done, running {4 - len(done_first)}" in r.stdout
+    assert f"{len(done_first)} already done, running {3 - len(done_first)}" in r.stdout
     for name, status in done_first.items():                # finished runs were not run again
         assert (out / name / "status.json").read_text() == status
     assert not list(out.glob(".*partial*"))
     r = subprocess.run([tool("contrastive-nb"), "results", str(out)], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
     res = pd.read_csv(out / "results.csv")
-    assert sorted(res["run"]) == sorted(f"labeled_fraction-{f}_seed-{s}" for f in ("0.1", "0.5") for s in (0, 1))
+    assert sorted(res["run"]) == [f"labeled_fraction-0.1_seed-{s}" for s in (0, 1, 2)]
     assert (res["status"] == "ok").all() and res["results/simclr+suncet/test_top1"].between(0, 1).all()
     assert (res["target_split"] == "val").all()
     summary = pd.read_csv(out / "summary.csv", header=[0, 1], index_col=0)
-    assert (summary[("results/simclr_own_batch/test_top1", "count")] == 2).all()
+    assert (summary[("results/simclr_own_batch/test_top1", "count")] == 3).all()
 
 
 def test_failed_run_is_reported_and_others_finish(tmp_path, env):

@@ -43,7 +43,7 @@ def _stop_head(temp_dir: str):
     for p in mine:
         with contextlib.suppress(psutil.NoSuchProcess):
             p.terminate()
-    _, alive = psutil.wait_procs(mine, timeout=30)
+    _, alive = psutil.wait_procs(mine, timeout=5)          # the ones that ignore SIGTERM are killed below
     for p in alive:
         with contextlib.suppress(psutil.NoSuchProcess):
             p.kill()
