@@ -38,7 +38,8 @@ browser:
 ## One BLAS/OpenMP thread per process: the tests run tiny models two at a time, and two processes of two spinning
 ## threads each on two cores made them 5-7x slower (measured: a 15-update fit took 11.3 s of CPU with 2 threads
 ## under load, 1.6 s with 1). pytest runs on TEST_WORKERS processes (pytest-xdist), one test file per worker at a
-## time (module fixtures such as the built docs site are made once); TEST_WORKERS=0 runs it in one process.
+## time (module fixtures such as the built docs site are made once), the files in the order tests/conftest.py
+## gives them (slowest first; --no-loadscope-reorder keeps it); TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 2
 test: export OMP_NUM_THREADS = 1
 test: export MKL_NUM_THREADS = 1
