@@ -103,15 +103,44 @@ def _default_non_finite(source: str) -> bool:
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return bool(_NON_FINITE_SOURCE.fullmatch(source.strip()))
 
+_JSON_DATA = "text, numbers, true/false, null, lists, and mappings with text keys"
+
+def _json_problem(v, at: str = "") -> str | None:
+    "What in `v` is not JSON data (str, int, float, bool, None, list, dict with str keys) and where; None if nothing."
+    if v is None or isinstance(v, (str, int, float)):          # bool is an int
+        return None
+    if isinstance(v, list):
+        return next((p for i, x in enumerate(v) if (p := _json_problem(x, f"{at}[{i}]"))), None)
+    if isinstance(v, dict):
+        bad = next((k for k in v if not isinstance(k, str)), None)
+        if bad is not None:
+            return f"{at or 'the value'} has the key {bad!r}, a {type(bad).__name__}"
+        return next((p for k, x in v.items() if (p := _json_problem(x, f"{at}[{k!r}]"))), None)
+    shown = repr(v) if len(repr(v)) <= 40 else repr(v)[:37] + "..."
+    return f"{'the item at ' + at if at else 'the value'} is a {type(v).__name__} ({shown})"
+
 def check_parameters(notebook, values: dict) -> dict:
-    """Refuse names the notebook does not declare, values whose type differs from the default's, and NaN/infinity
-    where the default is finite; ints pass as floats."""
+    """Refuse names the notebook does not declare, values that are not JSON data all the way down, values whose type
+    differs from the default's, and NaN/infinity where the default is finite; ints pass as floats.
+
+    What passes is exactly what the notebook receives: papermill writes JSON data as the equal Python literal, while
+    anything else (a tuple, a set, bytes, a date inside a list) it would write as unescaped text."""
     declared = notebook_parameters(notebook)
+    odd = [k for k in values if not isinstance(k, str)]
+    if odd:
+        raise ValueError(f"parameter names are text; got {odd[0]!r} ({type(odd[0]).__name__}) for {Path(notebook).name}")
     unknown = sorted(set(values) - set(declared))
     if unknown:
         raise ValueError(f"unknown parameter(s) {unknown} for {Path(notebook).name}; it declares {sorted(declared)}")
     out = {}
     for k, v in values.items():
+        try:
+            problem = _json_problem(v)
+        except RecursionError:
+            problem = "the value nests too deeply"
+        if problem:
+            raise ValueError(f"parameter `{k}` of {Path(notebook).name}: {problem}; parameter values are JSON data "
+                             f"all the way down ({_JSON_DATA})")
         tname, default = declared[k]["type"], declared[k]["default"]
         want = _TYPES.get(tname)
         if want is None or tname == "None" or isinstance(v, want) and not (want is int and isinstance(v, bool)):
@@ -294,7 +323,9 @@ def _flatten(d: dict, prefix: str = "") -> dict:
     return out
 
 def _run_row(d: Path, metrics_file: str) -> dict:
-    "One run folder as a row: `run`, `status`, `param/…` and the flattened metrics; malformed files are named."
+    """One run folder as a row: `run`, `status` (from status.json; 'unknown' without one), `param/…` (from
+    parameters.json) and the flattened metrics; malformed files are named. A metric named like one of the folder's
+    own columns (`status`, `param/lr`) never replaces it: it is kept as `metric/<name>`, with a warning."""
     def mapping(path, key=None):
         obj = read_json(path)
         if not isinstance(obj, dict) or (key is not None and not isinstance(obj.get(key), (dict, str))):
@@ -307,7 +338,16 @@ def _run_row(d: Path, metrics_file: str) -> dict:
     row = {"run": d.name, "status": mapping(d / "status.json", "status")["status"] if (d / "status.json").exists() else "unknown"}
     row.update({f"param/{k}": v for k, v in params.items() if k != "out_dir"})
     if (d / metrics_file).exists():
-        row.update(_flatten(mapping(d / metrics_file)))
+        metrics = _flatten(mapping(d / metrics_file))
+        for k, v in metrics.items():
+            key = k
+            while key in row or key.startswith("param/") or key != k and key in metrics:
+                key = f"metric/{key}"                # `run`, `status` and `param/…` are the folder's, not the notebook's
+            if key != k:
+                import warnings
+                warnings.warn(f"{d / metrics_file}: the metric {k!r} would overwrite the run's own column; it is kept "
+                              f"as {key!r}")
+            row[key] = v
     return row
 
 def collect_results(root, metrics_file: str = "metrics.json"):
@@ -550,7 +590,10 @@ def sweep_results(sweep_dir,                  # a sweep folder: one run folder p
                   metrics: list | None = None,  # metrics summarised (default: every numeric one)
                   figures: Callable | None = None,  # (ok runs: DataFrame, sweep_dir: Path) → {name: path} of figures it drew
                  ) -> dict:
-    "Tidy results table and per-grid-point summary of a sweep folder, plus the figures `figures` draws; returns their paths."
+    """Tidy results table and per-grid-point summary of a sweep folder, plus the figures `figures` draws; returns their paths.
+
+    Every run is a row, failed and unfinished ones too (`status` 'failed' or 'unknown'); the summary counts only the
+    runs that finished ok. The old tables are removed before the new ones are written, so a table present is current."""
     import pandas as pd
     from contrastive_nb.core import atomic_write_parquet, atomic_write_text
     sweep_dir = Path(sweep_dir)
@@ -566,6 +609,8 @@ def sweep_results(sweep_dir,                  # a sweep folder: one run folder p
                and pd.api.types.is_numeric_dtype(res[c]) and not pd.api.types.is_bool_dtype(res[c])]
     metrics = metrics or numeric
     paths = {}
+    for name in ("summary.csv", "results.parquet", "results.csv"):   # none of the old tables survives beside a new
+        (sweep_dir / name).unlink(missing_ok=True)                  # one: a kill below leaves a table missing, not stale
     atomic_write_text(sweep_dir / "results.csv", res.to_csv(index=False)); paths["results.csv"] = sweep_dir / "results.csv"
     atomic_write_parquet(sweep_dir / "results.parquet", res.astype({c: str for c in res.columns if res[c].dtype == object}))
     paths["results.parquet"] = sweep_dir / "results.parquet"

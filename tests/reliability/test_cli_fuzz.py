@@ -23,7 +23,7 @@ CLEAR = (ValueError, FileNotFoundError)        # what the API raises for bad inp
 def world(tmp_path_factory):
     "Files to point the command at: a good notebook, bad notebooks, sweep files, run folders."
     w = tmp_path_factory.mktemp("world")
-    nb = write_notebook(w / "nb.ipynb", 'seed = 0\nlr = 0.1\ntag = "a"\nepochs = 2', "pass")
+    nb = write_notebook(w / "nb.ipynb", 'seed = 0\nlr = 0.1\ntag = "a"\nepochs = 2\nlayers = [1, 2]\nopts = {"a": 1}', "pass")
     write_notebook(w / "noparams.ipynb", "x = 1", "pass").write_text(
         (w / "noparams.ipynb").read_text().replace('"parameters"', '"other"'))
     (w / "garbage.ipynb").write_text("this is not JSON")
@@ -51,6 +51,8 @@ def world(tmp_path_factory):
     (w / "latin1.yaml").write_bytes("notebook: nb.ipynb\nname: café\n".encode("latin-1"))
     (w / "params-list.yaml").write_text("- 1\n- 2\n")
     (w / "params-bad.yaml").write_text("lr: [\n")
+    (w / "params-nested.yaml").write_text("layers: [1, !!binary aGk=]\n")
+    (w / "nested.yaml").write_text("notebook: nb.ipynb\nname: s\ngrid: {opts: [{a: [1, !!set {x: null}]}]}\n")
     for name, status, params in [("failed-only/r1", {"status": "failed", "error": "x"}, {"parameters": {"seed": 0}}),
                                  ("nokey/r1", {"status": "ok"}, {"notebook": "nb.ipynb"}),
                                  ("badstatus/r1", {"state": "ok"}, {"parameters": {"seed": 0}}),
@@ -84,6 +86,18 @@ def _cases(w):
         (["run", nb, "-f", str(w), "--root", runs], "is a folder"),
         (["run", nb, "-f", str(w / "params-bad.yaml"), "--root", runs], "line 2, column 1"),
         (["run", nb, "-f", str(w / "params-list.yaml"), "--root", runs], "must hold a mapping"),
+        # values are JSON data all the way down: a tuple inside a list would reach papermill's unescaped branch
+        (["run", nb, "-p", "layers", EXPLOIT, "--root", runs], "the item at [0] is a tuple"),
+        (["run", nb, "-p", "layers", "[(1, 2)]", "--root", runs], "the item at [0] is a tuple"),
+        (["run", nb, "-p", "layers", "[1, {2, 3}]", "--root", runs], "the item at [1] is a set"),
+        (["run", nb, "-p", "layers", "[b'x']", "--root", runs], "the item at [0] is a bytes"),
+        (["run", nb, "-p", "layers", "[!!binary aGk=]", "--root", runs], "the item at [0] is a bytes"),
+        (["run", nb, "-p", "opts", "{a: [!!set {x: null}]}", "--root", runs], "the item at ['a'][0] is a set"),
+        (["run", nb, "-p", "opts", "{a: !!timestamp 2001-12-14}", "--root", runs], "['a'] is a date"),
+        (["run", nb, "-p", "opts", "{1: 2}", "--root", runs], "has the key 1, a int"),
+        (["run", nb, "-p", "opts", "{'a': {'b': 1+2j}}", "--root", runs], "['a']['b'] is a complex"),
+        (["run", nb, "-f", str(w / "params-nested.yaml"), "--root", runs], "the item at [1] is a bytes"),
+        (["sweep", str(w / "nested.yaml")], "the item at ['a'][1] is a set"),
         (["run", nb, "--timeout", "-1", "--root", runs], "`timeout` must be in (0, inf)"),
         (["run", nb, "--root", str(w / "a-file")], "is a file"),
         (["params", str(w / "folder.ipynb")], "is a folder"),
@@ -120,6 +134,9 @@ def _cases(w):
     ]
 
 
+EXPLOIT = """[('"+str(__import__("os").system("touch pwned"))+"',)]"""   # ran the command before the JSON rule
+
+
 def _main(capsys, argv):
     from contrastive_nb.runs import main
     capsys.readouterr()
@@ -140,6 +157,7 @@ def test_every_cli_refusal_is_one_sentence_with_exit_status_2(world, capsys):
     assert not bad, "\n".join(map(str, bad))
     assert not (world / "runs").exists() or not any((world / "runs").iterdir()), "a refused command left a folder"
     assert not (world.parent / "escape").exists() and not (world / "abs").exists()
+    assert not list(world.parent.rglob("pwned")) and not Path("pwned").exists(), "a parameter value ran code"
     for argv in (["run"], ["sweep", str(world / "seeds3.yaml"), "--parallel", "x"], ["nonsense"]):   # argparse
         rc, err = _main(capsys, argv)
         assert rc == 2 and "Traceback" not in err and "\n\n" not in err.strip(), err       # one paragraph:

@@ -1,7 +1,9 @@
 """Notebook parameters: `contrastive-nb run` takes only the names the notebook's `parameters` cell declares, with
 literal values of the declared type; code-like strings reach the notebook as plain data, never evaluated; a parameter
 declared as text receives the text verbatim (`no`, `123`); NaN and infinity follow one rule, however written."""
+import ast
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -20,11 +22,13 @@ def notebook(tmp_path_factory):
     d = tmp_path_factory.mktemp("nb")
     nb = nbformat.v4.new_notebook()
     strings = "".join(f's{k} = "plain"  # free text\n' for k in range(len(CODE_LIKE) + len(VERBATIM)))
-    params = nbformat.v4.new_code_cell(strings + 'epochs = 2\nlr = 0.1\nlayers = [1, 2]\nlimit = float("inf")')
+    params = nbformat.v4.new_code_cell(strings + 'epochs = 2\nlr = 0.1\nlayers = [1, 2]\nlimit = float("inf")\n'
+                                       'nested = {"a": [1]}')
     params.metadata["tags"] = ["parameters"]
     nb.cells = [params, nbformat.v4.new_code_cell(
         'import json\njson.dump({k: v for k, v in globals().items() if k[:1] == "s" and k[1:].isdigit()}'
-        ' | {"epochs": epochs, "lr": lr, "layers": layers, "limit": limit}, open("values.json", "w"))')]
+        ' | {"epochs": epochs, "lr": lr, "layers": layers, "limit": limit, "nested": nested},'
+        ' open("values.json", "w"))')]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     path = d / "params.ipynb"
     nbformat.write(nb, path)
@@ -69,7 +73,8 @@ def test_unknown_names_and_wrong_types_are_refused_before_running(notebook, tmp_
 
 def test_code_like_strings_arrive_verbatim_and_never_run(notebook, tmp_path):
     texts = [*CODE_LIKE.values(), *VERBATIM.values()]
-    p = _run(notebook, tmp_path, *[(f"s{k}", text) for k, text in enumerate(texts)], ("lr", "1"), ("limit", "nan"))
+    p = _run(notebook, tmp_path, *[(f"s{k}", text) for k, text in enumerate(texts)], ("lr", "1"), ("limit", "nan"),
+             ("nested", NESTED))
     assert p.returncode == 0, p.stderr[-3000:]
     got = json.loads((tmp_path / "runs" / "r" / "values.json").read_text())
     for k, (name, text) in enumerate(CODE_LIKE.items()):
@@ -80,6 +85,29 @@ def test_code_like_strings_arrive_verbatim_and_never_run(notebook, tmp_path):
     for k, (name, text) in enumerate(VERBATIM.items(), start=len(CODE_LIKE)):
         assert got[f"s{k}"] == text, name
     assert got["limit"] != got["limit"]            # NaN: allowed where the notebook's default is non-finite
+    assert got["nested"] == json.loads(NESTED)
+    # the notebook receives exactly what parameters.json records: the injected cell, read back, equals it
+    recorded = json.loads((tmp_path / "runs" / "r" / "parameters.json").read_text())["parameters"]
+    injected = _injected(tmp_path / "runs" / "r" / "params.ipynb")
+    assert set(injected) == set(recorded)
+    for k in recorded:
+        same = injected[k] == recorded[k] or (k == "limit" and math.isnan(injected[k]) and math.isnan(recorded[k]))
+        assert same and type(injected[k]) is type(recorded[k]), (k, injected[k], recorded[k])
+
+
+NESTED = '{"a": [1, {"b": null, "c": "q\\"uote\\n"}], "d": [[0.5, true, -0.0]], "e": {"f": {"g": "x\\\\y"}}}'
+
+
+def _injected(path) -> dict:
+    "The values papermill's injected-parameters cell assigns, read as literals (`float('nan')` as a float)."
+    cell = next(c for c in nbformat.read(path, as_version=4).cells if "injected-parameters" in c.metadata.get("tags", []))
+    out = {}
+    for node in ast.parse(cell.source).body:
+        assert isinstance(node, ast.Assign), ast.dump(node)
+        v = node.value
+        literal = isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "float"
+        out[node.targets[0].id] = float(ast.literal_eval(v.args[0])) if literal else ast.literal_eval(v)
+    return out
 
 
 def test_nan_and_infinity_follow_one_rule_however_written(notebook, tmp_path, capsys):
