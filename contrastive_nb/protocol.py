@@ -21,8 +21,9 @@ from .evaluate import linear_probe, paired_difference
 from .train import Evaluation
 
 # %% auto #0
-__all__ = ['basic_views', 'select_probe', 'few_label_probes', 'SelectOnValidation', 'reach_table', 'compute_saved_table',
-           'claims_table', 'strongest_baseline', 'long_table', 'saving_claims', 'sweep_claims', 'sweep_figure']
+__all__ = ['basic_views', 'select_probe', 'few_label_draw', 'few_label_probes', 'SelectOnValidation', 'reach_table',
+           'compute_saved_table', 'claims_table', 'strongest_baseline', 'long_table', 'saving_claims', 'sweep_claims',
+           'sweep_figure']
 
 # %% ../nbs/08_protocol.ipynb #d2f530af
 def basic_views(kind: str = "digits",          # 'digits' (no flip) or 'cifar' (flip, then normalise)
@@ -57,6 +58,17 @@ def select_probe(train_z, train_y,             # features (n, d) and labels of t
     return {"C": Cs[best], "val_top1": vals[best], "test_top1": test}
 
 # %% ../nbs/08_protocol.ipynb #9615f4bb
+_DRAWS_PER_SEED = 1000   # draw d of seed s is seeded 1000·s + d: more draws per seed would repeat the next seed's
+
+def few_label_draw(train_y,               # labels of the training items (n,)
+                   fraction: float,       # share of each class labeled (at least one item per class)
+                   seed: int = 0,         # the probes' seed
+                   draw: int = 0,         # the draw number, 0 ≤ draw < 1000
+                  ) -> np.ndarray:
+    "Sorted indices of the items labeled by draw `draw` of `seed`: `data.labeled_fraction_split` seeded `1000·seed + draw`."
+    check_int("seed", seed, 0); check_int("draw", draw, 0, _DRAWS_PER_SEED - 1)
+    return labeled_fraction_split(train_y, fraction, seed=_DRAWS_PER_SEED * seed + draw)[0]
+
 def few_label_probes(train_z, train_y,               # features (n, d) of the training items and their labels
                      val_z, val_y, test_z, test_y,  # validation (C is chosen here) and test features and labels
                      fractions=(0.01, 0.02, 0.1),   # shares of the training labels the probe may use
@@ -64,8 +76,9 @@ def few_label_probes(train_z, train_y,               # features (n, d) of the tr
                      seed: int = 0,                 # with the draw number, fixes which items are labeled
                      Cs=(0.1, 1.0, 10.0),           # inverse regularisation strengths tried on validation
                     ) -> pd.DataFrame:
-    "One row per (fraction, draw): labeled items, chosen `C`, validation and test top-1 of the probe."
-    check_int("draws", draws, 1); check_int("seed", seed, 0)
+    """One row per (fraction, draw): labeled items, chosen `C`, validation and test top-1 of the probe. Draw `d` labels
+    `few_label_draw(train_y, fraction, seed, d)` (no labeled set repeats across seeds; at most 1000 draws per seed)."""
+    check_int("draws", draws, 1, _DRAWS_PER_SEED); check_int("seed", seed, 0)
     y = label_vector(train_y, low=None)
     z = np.asarray(train_z)
     if len(z) != len(y):
@@ -74,7 +87,7 @@ def few_label_probes(train_z, train_y,               # features (n, d) of the tr
     for f in fractions:
         check_range("fractions", f, 0, 1, low_inclusive=False)
         for d in range(draws):
-            lab, _ = labeled_fraction_split(y, f, seed=1000 * seed + d)
+            lab = few_label_draw(y, f, seed, d)
             r = select_probe(z[lab], y[lab], val_z, val_y, test_z, test_y, Cs)
             rows.append({"fraction": f, "draw": d, "labeled": len(lab), "C": r["C"], "val_top1": r["val_top1"],
                          "test_top1": r["test_top1"]})
@@ -82,7 +95,7 @@ def few_label_probes(train_z, train_y,               # features (n, d) of the tr
 
 # %% ../nbs/08_protocol.ipynb #c6dbafbd
 class SelectOnValidation(Evaluation):
-    "Engine hook: score validation every `every` epochs and before the first update; keep the best `select` state."
+    "Engine hook: score validation every `every` epochs and before the first update; keep the best `select` state (ties: the first)."
     def __init__(self, eval_fn: Callable,       # model → {metric: value} on the validation set
                  select: str,                   # the key of `eval_fn`'s result to maximise
                  every: int = 1,                # evaluate every this many epochs (and after the last)
