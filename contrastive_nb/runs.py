@@ -163,6 +163,10 @@ def check_run_name(name, arg: str = "name") -> str:
     "Refuse a run or sweep name that is not one plain folder name inside the root; returns it."
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"`{arg}` must be a non-empty folder name; got {name!r}")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:                     # bytes that are not UTF-8 on the command line (surrogate escapes)
+        raise ValueError(f"`{arg}`={ascii(name)[:60]} is not UTF-8 text; name runs with UTF-8 characters") from None
     shown = name if len(name) <= 60 else name[:57] + "..."
     if any(c in "/\\" or ord(c) < 32 for c in name):
         raise ValueError(f"`{arg}`={shown!r} must be one folder name inside the root: no path separators "

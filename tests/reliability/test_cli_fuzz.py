@@ -79,6 +79,7 @@ def _cases(w):
         (["run", nb, "--name", "n" * 300, "--root", runs], "300 bytes long"),
         (["run", nb, "--name", ".hidden", "--root", runs], "must not start with '.'"),
         (["run", nb, "--name", "../out", "--root", runs], "no path separators"),
+        (["run", nb, "--name", b"caf\xe9".decode("utf-8", "surrogateescape"), "--root", runs], "is not UTF-8 text"),
         (["run", nb, "-p", "lrr", "1", "--root", runs], "unknown parameter(s) ['lrr']"),
         (["run", nb, "-p", "epochs", "many", "--root", runs], "takes a int"),
         (["run", nb, "-p", "lr", "nan", "--root", runs], "takes finite numbers"),
