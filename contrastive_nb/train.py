@@ -11,6 +11,7 @@ import json
 import math
 import os
 import random
+import re
 import signal
 import time
 import warnings
@@ -32,10 +33,11 @@ from .data import CyclingIterator, EpochBatchSampler, check_dataset, dataset_fin
 from .losses import NonFiniteInputError, gather_with_grad, nt_xent, spread, suncet, supcon
 
 # %% auto #0
-__all__ = ['LOSS_TERMS', 'LOADERS', 'CHECKPOINT_FORMAT', 'Projections', 'register_loss_term', 'NTXentTerm', 'SuNCEtTerm',
-           'SupConTerm', 'SpreadTerm', 'CrossEntropyTerm', 'LossTerm', 'LARS', 'make_optimizer', 'warmup_cosine',
-           'TrainState', 'CheckpointError', 'NonFiniteError', 'Preempted', 'save_checkpoint', 'load_checkpoint',
-           'run_config', 'config_sha256', 'Checkpointer', 'export_weights', 'load_weights', 'init_distributed',
+__all__ = ['LOSS_TERMS', 'LOADERS', 'CHECKPOINT_FORMAT', 'CHECKPOINT_KEYS', 'Projections', 'register_loss_term', 'NTXentTerm',
+           'SuNCEtTerm', 'SupConTerm', 'SpreadTerm', 'CrossEntropyTerm', 'LossTerm', 'LARS', 'make_optimizer',
+           'warmup_cosine', 'TrainState', 'CheckpointError', 'NonFiniteError', 'Preempted', 'save_checkpoint',
+           'load_checkpoint', 'describe_callable', 'model_structure', 'run_config', 'config_sha256',
+           'remove_interrupted_writes', 'Checkpointer', 'export_weights', 'load_weights', 'init_distributed',
            'views_loss', 'Batch', 'Step', 'Hook', 'FiniteChecks', 'FlopCounter', 'Progress', 'Evaluation', 'OnStep',
            'StopOnSignal', 'TwoLoaders', 'Run', 'train_loop', 'fit', 'fit_epochs']
 
@@ -331,8 +333,8 @@ def save_checkpoint(state: dict,     # a checkpoint: `TrainState.state_dict()`, 
     atomic_write_json(path.with_suffix(".json"), meta)
     atomic_write_json(ckpt_dir / "latest.json", meta)
     for old, _ in [v for v in _verified(ckpt_dir) if v[0] != path][keep - 1:]:
-        old.with_suffix(".json").unlink(missing_ok=True); old.unlink(missing_ok=True)
-    return path
+        old.unlink(missing_ok=True); old.with_suffix(".json").unlink(missing_ok=True)   # a kill between leaves a
+    return path                                                                        # sidecar alone: harmless
 
 # %% ../nbs/05_train.ipynb #1fd3ce24
 def _verified_load(path: Path, sha256: str, map_location):
@@ -391,31 +393,99 @@ def load_checkpoint(ckpt_dir,                # the run's checkpoint folder
     raise CheckpointError("no checkpoint in " + str(ckpt_dir) + " verifies: " + " | ".join(errors))
 
 # %% ../nbs/05_train.ipynb #ca34061c
-def run_config(model: nn.Module, terms: list, views, labeled_sampler=None, world_size: int = 1, **hyper) -> dict:
-    "The settings that decide a run's trajectory (JSON-able); `hyper` holds fit's scalar hyper-parameters."
-    view_id = repr(views) if isinstance(views, nn.Module) else getattr(views, "__qualname__", type(views).__qualname__)
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+def _value_text(v) -> str:
+    "A value as text that is the same in every process (no memory addresses; long texts and tensors as digests)."
+    if isinstance(v, torch.Tensor):
+        v = v.detach().cpu()
+        return f"tensor{tuple(v.shape)}:{v.dtype}:{hashlib.sha256(v.contiguous().numpy().tobytes()).hexdigest()[:12]}"
+    if callable(v) and not isinstance(v, type):
+        return describe_callable(v)
+    s = _ADDRESS.sub("", repr(v))
+    return s if len(s) <= 200 else f"{s[:80]}…(sha256 {hashlib.sha256(s.encode()).hexdigest()[:12]})"
+
+def describe_callable(f) -> str | None:
+    """What a callable (the views, a dataset's transform) computes, as text that changes when its settings do.
+
+    A module or an object with its own `repr` gives that repr; a `functools.partial` its function and arguments; a
+    function its name, a digest of its code and its defaults and closure values; any other object its class and
+    attributes. Memory addresses are dropped, so the text is the same in a new process."""
+    import functools, inspect
+    if f is None:
+        return None
+    if isinstance(f, functools.partial):
+        return (f"partial({describe_callable(f.func)}, {', '.join(map(_value_text, f.args))}"
+                f"{''.join(f', {k}={_value_text(v)}' for k, v in sorted(f.keywords.items()))})")
+    if inspect.ismethod(f):
+        return f"{describe_callable(f.__func__)} of {_value_text(f.__self__)}"
+    if inspect.isfunction(f):
+        c = f.__code__
+        code = hashlib.sha256(c.co_code + repr((c.co_consts, c.co_names)).encode()).hexdigest()[:12]
+        bound = [_value_text(cell.cell_contents) for cell in (f.__closure__ or ())]
+        return f"{f.__qualname__}(code {code}, defaults={_value_text(f.__defaults__)}, closure=[{', '.join(bound)}])"
+    if isinstance(f, nn.Module) or type(f).__repr__ is not object.__repr__:
+        return _ADDRESS.sub("", repr(f))
+    attrs = sorted(vars(f).items()) if hasattr(f, "__dict__") else []
+    return f"{type(f).__qualname__}({', '.join(f'{k}={_value_text(v)}' for k, v in attrs)})"
+
+def model_structure(model: nn.Module) -> dict:
+    "The module tree: submodule name ('' for the model) → its class and settings (`ReLU()`, `Dropout(p=0.5, …)`)."
+    return {name: f"{type(m).__qualname__}({m.extra_repr()})" for name, m in model.named_modules()}
+
+def _dataset_transform(ds):
+    "The `transform` of a dataset, looking through wrappers such as `torch.utils.data.Subset`."
+    while ds is not None and not hasattr(ds, "transform") and hasattr(ds, "dataset"):
+        ds = ds.dataset
+    return getattr(ds, "transform", None)
+
+def run_config(model: nn.Module, terms: list, views, labeled_sampler=None, world_size: int = 1,
+               datasets: dict | None = None,   # loader name → dataset: their transforms are part of the trajectory
+               **hyper) -> dict:
+    """The settings that decide a run's trajectory (JSON-able); `hyper` holds fit's scalar hyper-parameters.
+
+    The model enters by its module tree with every module's settings (an activation or a dropout rate that changed
+    at the same shapes is a change), the views and the datasets' transforms by `describe_callable`."""
     samp = None
     if labeled_sampler is not None:
         st = labeled_sampler.state_dict() if hasattr(labeled_sampler, "state_dict") else {}
         samp = {"type": type(labeled_sampler).__qualname__, "batches": len(labeled_sampler),
                 **{k: v for k, v in st.items() if k not in ("epoch", "position")}}
     return {"model": type(model).__qualname__, "parameters": {k: list(v.shape) for k, v in model.state_dict().items()},
-            "terms": [t.config() for t in terms], "views": view_id, "labeled_sampler": samp, "world_size": world_size,
-            **hyper}
+            "modules": model_structure(model), "terms": [t.config() for t in terms], "views": describe_callable(views),
+            "transforms": {k: describe_callable(_dataset_transform(ds)) for k, ds in (datasets or {}).items()},
+            "labeled_sampler": samp, "world_size": world_size, **hyper}
 
 def config_sha256(config: dict) -> str:
     "SHA-256 of a configuration's canonical JSON."
     return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()
 
-def _config_changes(old: dict, new: dict) -> list:
+def _config_changes(old, new, at: str = "") -> list:
+    "Each setting that differs, as 'where: old -> new' (mappings compared key by key, so the change is named)."
+    if isinstance(old, dict) and isinstance(new, dict):
+        return [c for k in sorted(set(old) | set(new), key=str)
+                for c in _config_changes(old.get(k), new.get(k), f"{at}[{k!r}]" if at else str(k))]
+    if old == new:
+        return []
+    if isinstance(old, str) and isinstance(new, str) and max(len(old), len(new)) > 60:    # show where they part
+        i = next((k for k, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
+        cut = lambda v: ("…" if i > 20 else "") + json.dumps(v[max(0, i - 20):i + 40])[1:-1] + ("…" if len(v) > i + 40 else "")
+        return [f"{at}: {cut(old)} -> {cut(new)}"]
     short = lambda v: (s if len(s := json.dumps(v, default=str)) <= 60 else s[:57] + "...")
-    return [f"{k}: {short(old.get(k))} -> {short(new.get(k))}" for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+    return [f"{at}: {short(old)} -> {short(new)}"]
+
+CHECKPOINT_KEYS = ("format", "config", "config_sha256", "data", "model", "optimizer", "scheduler", "scaler",
+                   *TrainState.serialized, "ledger", "step_log", "rng")
 
 def _check_resumable(state: dict, ckpt_dir, config: dict, data: dict, world: int, allow_data_change=False):
     "Refuse a checkpoint of another format, configuration, dataset (unless allowed) or world size, saying which."
     if state.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(f"the checkpoint in {ckpt_dir} has format {state.get('format')!r}; this version of "
                               f"contrastive_nb reads format {CHECKPOINT_FORMAT}: start a new run folder")
+    missing = [k for k in CHECKPOINT_KEYS if k not in state]
+    if missing or not isinstance(state.get("step_log"), dict) or {"loss", "ids"} - set(state["step_log"]):
+        raise CheckpointError(f"the checkpoint in {ckpt_dir} verifies but lacks {missing or ['step_log/loss', 'step_log/ids']}"
+                              "; it was not written by `fit`: start a new run folder")
     if state["config_sha256"] != config_sha256(config):
         raise CheckpointError(f"refusing to resume from {ckpt_dir}: the run's configuration changed ("
                               + "; ".join(_config_changes(state["config"], config)) + "). Use a new run folder, "
@@ -431,6 +501,43 @@ def _check_resumable(state: dict, ckpt_dir, config: dict, data: dict, world: int
             warnings.warn(f"resuming from {ckpt_dir} although {what}, as allow_data_change asks")
     if len(state["rng"]) != world:
         raise CheckpointError(f"the checkpoint in {ckpt_dir} was written by {len(state['rng'])} rank(s); this run has {world}")
+
+# %% ../nbs/05_train.ipynb #3c942e19
+def remove_interrupted_writes(ckpt_dir,          # a run's checkpoint folder
+                              config_sha: str,   # the run's `config_sha256`: only its own files are touched
+                             ) -> list:          # the paths removed
+    """Delete what an interrupted checkpoint write or retention left: this run's `ckpt-<u>.pt` that no sidecar or
+    `latest.json` vouches for, and sidecars whose checkpoint is gone.
+
+    A `.pt` counts as this run's own only when it loads safely as a checkpoint of this configuration taken after
+    update `u`; it is removed when the folder holds a vouched checkpoint beside it, or when it is the folder's only
+    checkpoint and nothing else was ever recorded (a first checkpoint killed before its checksum was written, or a
+    disk with room for the `.pt` alone). Anything else — copies under other numbers, another run's files, several
+    unvouched checkpoints — stays, and `load_checkpoint` names it."""
+    ckpt_dir = Path(ckpt_dir)
+    if not ckpt_dir.is_dir():
+        return []
+    removed = []
+    for side in sorted(ckpt_dir.glob("ckpt-*.json")):
+        if not side.with_suffix(".pt").exists():
+            side.unlink(missing_ok=True); removed.append(side)
+    files = sorted(ckpt_dir.glob("ckpt-*.pt"))
+    latest = _read_meta(ckpt_dir / "latest.json")
+    vouched = {latest["path"]} if latest is not None else set()
+    vouched |= {p.name for p in files if (m := _read_meta(p.with_suffix(".json"))) is not None and m["path"] == p.name}
+    unvouched = [p for p in files if p.name not in vouched]
+    first = not vouched and len(files) == 1 and not (ckpt_dir / "latest.json").exists()
+    if not unvouched or not (vouched or first):
+        return removed
+    for p in unvouched:
+        try:
+            st = torch.load(p, map_location="cpu", weights_only=True)
+        except Exception:
+            continue                                   # unreadable: not provably this run's; load_checkpoint names it
+        u = re.fullmatch(r"ckpt-(\d+)\.pt", p.name)
+        if isinstance(st, dict) and st.get("config_sha256") == config_sha and u and st.get("updates") == int(u[1]):
+            p.unlink(missing_ok=True); removed.append(p)
+    return removed
 
 # %% ../nbs/05_train.ipynb #9363dd0d
 class Checkpointer:
@@ -454,6 +561,13 @@ class Checkpointer:
         if self.rank == 0 and self.folder.exists():
             for tmp in self.folder.glob(".*.tmp"):     # left by a process killed while writing
                 tmp.unlink(missing_ok=True)
+            cut = [p.name for p in remove_interrupted_writes(self.folder, config_sha256(state.config)) if p.suffix == ".pt"]
+            if cut:
+                warnings.warn(f"removed {cut} from {self.folder}: checkpoint(s) of this run whose write was cut short "
+                              "before their checksum was recorded" + ("" if any(self.folder.glob("ckpt-*.pt")) else
+                                                                      "; the run starts again from update 0"))
+        if self.world > 1:
+            dist.barrier()                             # every rank reads the folder as rank 0 left it
         sd = load_checkpoint(self.folder, fallback=True)
         if sd is None:
             return False
@@ -1038,7 +1152,8 @@ def fit(model: nn.Module,                  # returns (h, z), or (h, z, logits) w
     sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(epochs * steps, warmup_epochs * steps))
     use_amp = amp and dev.type == "cuda"
     scaler = torch.amp.GradScaler("cuda", enabled=False)       # bf16 needs no loss scaling; kept for the checkpoint format
-    config = run_config(model, terms, views, labeled_sampler, world, epochs=epochs, batch_size=batch_size,
+    datasets = {"unlabeled": unlabeled, **({"labeled": labeled} if labeled is not None else {})}
+    config = run_config(model, terms, views, labeled_sampler, world, datasets, epochs=epochs, batch_size=batch_size,
                         optimizer=optimizer, lr=lr, momentum=momentum, weight_decay=weight_decay,
                         warmup_epochs=warmup_epochs, seed=seed, max_grad_norm=max_grad_norm, amp=use_amp)
     data = {"unlabeled": dataset_fingerprint(unlabeled), "labeled": dataset_fingerprint(labeled) if labeled is not None else None}

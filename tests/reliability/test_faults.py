@@ -116,6 +116,35 @@ def test_a_changed_setting_or_dataset_is_refused_with_the_reason(interrupted, tm
         assert final_state(d)["updates"] == 8
 
 
+def test_a_changed_model_views_or_transform_is_refused_naming_the_change(interrupted, tmp_path):
+    "Same shapes, another trajectory: ReLU -> Tanh, dropout 0 -> 0.5, other views, a dataset transform."
+    changes = {"activation": (["--activation", "tanh"], """modules['encoder.net.2']: "ReLU()" -> "Tanh()\""""),
+               "dropout": (["--dropout", 0.5], "modules['encoder.net.3']: \"Dropout(p=0.0, inplace=False)\" -> "
+                                               "\"Dropout(p=0.5, inplace=False)\""),
+               "views": (["--views-noise", 0.1], "views: \"Views(noise=0.05)\" -> \"Views(noise=0.1)\""),
+               "transform": (["--scale", 0.5], "transforms['unlabeled']: null -> \"Scale(factor=0.5)\"")}
+    dirs = {k: _copy(interrupted, tmp_path / k) for k in changes}
+    for (k, (args, says)), p in zip(changes.items(), run_many([worker_cmd(dirs[k], *a) for k, (a, _) in changes.items()])):
+        assert p.returncode == 4, (k, p.stderr[-2000:])
+        msg = result(dirs[k])["message"]
+        assert "configuration changed" in msg and says in msg, (k, msg)
+        assert final_state(dirs[k])["updates"] == 8, k                    # nothing was overwritten
+
+
+def test_a_checkpoint_cut_before_its_sidecar_restarts_or_resumes_bitwise(reference, tmp_path):
+    "Killed after the .pt is in place, before its sidecar: the first checkpoint (update 4) or a later one (8)."
+    runs = {u: tmp_path / f"cut-{u}" for u in (4, 8)}
+    for p in run_many([worker_cmd(d, "--checkpoint-every", 4, "--cut-sidecar-at", u) for u, d in runs.items()]):
+        assert p.returncode == -9, p.stderr[-2000:]
+    for u, d in runs.items():
+        assert _ckpt(d, u).exists() and not _ckpt(d, u).with_suffix(".json").exists()
+    says = {4: "the run starts again from update 0", 8: "removed ['ckpt-000000008.pt']"}
+    for (u, d), q in zip(runs.items(), run_many([worker_cmd(d) for d in runs.values()])):
+        assert q.returncode == 0, (u, q.stderr[-3000:])
+        assert says[u] in q.stderr, (u, q.stderr[-2000:])
+        assert_same_run(reference["w0"], d)
+
+
 def _rewrite(ckpt_dir: Path, path: Path, data: bytes):
     "Replace a checkpoint's bytes and record their true checksum, as an attacker with write access could."
     import hashlib

@@ -25,18 +25,26 @@ from contrastive_nb.train import CheckpointError, LossTerm, NonFiniteError, Pree
 
 
 class TinyEncoder(torch.nn.Module):
-    def __init__(self):
+    def __init__(self, activation="relu", dropout=0.0):
         super().__init__()
-        self.net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 32), torch.nn.ReLU())
+        act = torch.nn.ReLU() if activation == "relu" else torch.nn.Tanh()
+        self.net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 32), act, torch.nn.Dropout(dropout))
         self.feature_dim = 32
     def forward(self, x): return self.net(x)
+
+
+class Scale:
+    "A dataset transform with a setting."
+    def __init__(self, factor): self.factor = factor
+    def __call__(self, x): return x * self.factor
 
 
 class Views:
     "Noise and a random flip, drawn from torch's global RNG (so RNG restore is exercised); NaN/Inf when armed."
     poison = None
+    def __init__(self, noise=0.05): self.noise = noise
     def __call__(self, x):
-        x = x + 0.05 * torch.randn_like(x)
+        x = x + self.noise * torch.randn_like(x)
         flip = torch.rand(x.shape[0], 1, 1, 1) < 0.5
         x = torch.where(flip, x.flip(-1), x)
         return x * self.poison if self.poison is not None else x
@@ -63,6 +71,11 @@ def main():
     ap.add_argument("--raise-signal", default="SIGTERM")
     ap.add_argument("--nan", choices=["loss", "inf-loss", "grad"], help="inject NaN views, an Inf loss or NaN gradients ...")
     ap.add_argument("--nan-at", type=int, help="... into this update")
+    ap.add_argument("--activation", default="relu", choices=["relu", "tanh"], help="the encoder's activation")
+    ap.add_argument("--dropout", type=float, default=0.0, help="the encoder's dropout rate")
+    ap.add_argument("--views-noise", type=float, default=0.05, help="the views' noise level")
+    ap.add_argument("--scale", type=float, help="a dataset transform multiplying every image by this")
+    ap.add_argument("--cut-sidecar-at", type=int, help="SIGKILL this process just before the sidecar of this update's checkpoint")
     ap.add_argument("--progress-file", action="store_true", help="write out/progress-rank<r> after every update")
     a = ap.parse_args()
 
@@ -73,16 +86,16 @@ def main():
     rank = dist.get_rank() if world > 1 else 0
     torch.set_num_threads(1)
 
-    tr = load_digits("train")
+    tr = load_digits("train", transform=Scale(a.scale) if a.scale is not None else None)
     if a.subset:
         tr = tr.subset(np.arange(a.subset))
     lab, _ = labeled_fraction_split(tr.targets, 0.1, seed=0)
     labeled = tr.subset(lab)
     sampler = ClassStratifiedBatchSampler(labeled.targets, 5, 2, seed=0)
     torch.manual_seed(0)
-    enc = TinyEncoder()
+    enc = TinyEncoder(a.activation, a.dropout)
     model = ContrastiveModel(enc, torch.nn.Linear(32, 16))
-    views = Views()
+    views = Views(a.views_noise)
     armed = {"grad": False, "inf-loss": False}
     model.head.weight.register_hook(lambda g: g * float("nan") if armed["grad"] else g)
     plain_call = LossTerm.__call__
@@ -102,6 +115,15 @@ def main():
                 time.sleep(120)
             return real_fsync(fd)
         os.fsync = slow_fsync
+
+    if a.cut_sidecar_at is not None:       # the checkpoint's .pt is in place; its sidecar is never written
+        import contrastive_nb.train as engine
+        real_write = engine.atomic_write_json
+        def cut(path, obj, *args, **kwargs):
+            if Path(path).name == f"ckpt-{a.cut_sidecar_at:09d}.json":
+                os.kill(os.getpid(), signal.SIGKILL)
+            return real_write(path, obj, *args, **kwargs)
+        engine.atomic_write_json = cut
 
     def on_step(update):
         if a.progress_file:
