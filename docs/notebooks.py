@@ -229,16 +229,18 @@ def execute_tutorial(path: Path, root: Path, timeout: int = 7200):
     return nb, run
 
 
-def publish_results(run: Path, dest: Path, notebook: Path, root: Path) -> list[str]:
-    """Copy the run's results-table inputs into `dest` (replacing what was there); returns the files copied."""
+def stage_results(run: Path, dest: Path, notebook: Path, root: Path) -> tuple[Path | None, list[str]]:
+    """Copy the run's results-table inputs, with provenance.json, into a hidden folder beside `dest`; returns it
+    (None when the run wrote no results) and the files copied. Nothing is published yet: see `publish`."""
     files, skipped_big = [], []
     for f in sorted(run.iterdir()):
         if not f.is_file() or f.suffix not in RESULT_SUFFIXES or RESULT_SKIP.match(f.name):
             continue
         (skipped_big if f.stat().st_size > RESULT_MAX_BYTES else files).append(f)
     if not files:
-        return []
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent if dest.parent.exists() else None))
+        return None, []
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.new-{os.getpid()}-", dir=dest.parent))
     os.chmod(tmp, 0o755)
     for f in files:
         shutil.copyfile(f, tmp / f.name)
@@ -252,41 +254,96 @@ def publish_results(run: Path, dest: Path, notebook: Path, root: Path) -> list[s
             "date": _dt.date.today().isoformat(), "files": [f.name for f in files],
             "left_out_over_1MiB": [f.name for f in skipped_big]}
     (tmp / "provenance.json").write_text(json.dumps(prov, indent=1) + "\n")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    old = dest.with_name(f".{dest.name}.old-{os.getpid()}")
-    if dest.exists():
-        os.replace(dest, old)
-    os.replace(tmp, dest)
-    shutil.rmtree(old, ignore_errors=True)
-    return [f.name for f in files]
+    return tmp, [f.name for f in files]
+
+
+def _finish(journal: Path) -> None:
+    """Carry a publish recorded in `journal` to its end; every step can be repeated, so a publish killed anywhere
+    is finished by the next call: results folder and notebook are replaced together."""
+    j = json.loads(journal.read_text())
+    new, dest, old = (Path(j[k]) if j[k] else None for k in ("results_new", "results", "results_old"))
+    nb_new, nb = Path(j["notebook_new"]), Path(j["notebook"])
+    if new is not None and new.exists():
+        if dest.exists() and not old.exists():
+            os.replace(dest, old)
+        os.replace(new, dest)
+    if nb_new.exists():
+        os.replace(nb_new, nb)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    journal.unlink()
+
+
+def recover(root: Path = ROOT) -> list[str]:
+    """Finish the publishes a killed `run` left (their journals under nbs/results/), and remove staged folders and
+    notebooks of processes that are gone; returns what it did."""
+    done, results = [], root / "nbs" / "results"
+    for journal in sorted(results.glob(".publish-*.json")) if results.exists() else []:
+        _finish(journal)
+        done.append(f"finished {journal.name}")
+    alive = lambda pid: pid == os.getpid() or Path(f"/proc/{pid}").exists()
+    leftovers = [p for pat in (".*.new-*", ".*.old-*", ".publish-*.json.tmp") for p in results.glob(pat)] if results.exists() else []
+    leftovers += list((root / "nbs").rglob(".*.ipynb.tmp-*"))
+    for p in leftovers:
+        m = re.search(r"\.(?:new|old|tmp)-(\d+)|-(\d+)\.json\.tmp$", p.name)
+        m = m and (m[1] or m[2])
+        if m and not alive(int(m)):
+            shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+            done.append(f"removed {p.name}")
+    return done
+
+
+def publish(path: Path, nb, staged: Path | None, dest: Path) -> None:
+    "Replace notebook `path` by `nb` and (when staged) `dest` by the staged results, together, through a journal."
+    pid = os.getpid()
+    nb_new = path.with_name(f".{path.name}.tmp-{pid}")
+    nb_new.write_text(nbformat.writes(nb) + "\n", encoding="utf-8")
+    results = dest.parent
+    results.mkdir(parents=True, exist_ok=True)
+    journal = results / f".publish-{path.stem}-{pid}.json"
+    tmp = journal.with_name(journal.name + ".tmp")
+    tmp.write_text(json.dumps({"notebook_new": str(nb_new), "notebook": str(path),
+                               "results_new": str(staged) if staged else None, "results": str(dest),
+                               "results_old": str(dest.with_name(f".{dest.name}.old-{pid}")) if staged else None}))
+    os.replace(tmp, journal)                   # the commit point: from here on the publish is finished, if need be later
+    _finish(journal)
 
 
 def run(path: Path, root: Path = ROOT) -> str:
-    "Execute one notebook in place; returns a one-line summary. Raises RuntimeError on failure (source untouched)."
+    """Execute one notebook in place; returns a one-line summary. Raises RuntimeError on failure (source untouched).
+
+    A tutorial's results are staged while it runs and published with the executed notebook, or not at all (a
+    notebook edited during its run keeps its edits and the old results)."""
     path = Path(path).resolve()
     if not path.exists() or path.suffix != ".ipynb":
         raise RuntimeError(f"{path}: no such notebook")
+    recover(root)
     before = path.read_bytes()
     flags = _flags(root)
     t0 = time.time()
-    published = None
+    staged, published = None, None
+    dest = root / "nbs" / "results" / path.stem
     try:
-        with _kernel_env(root):
-            if is_tutorial(path):
-                nb, run_dir = execute_tutorial(path, root)
-                published = publish_results(run_dir, root / "nbs" / "results" / path.stem, path, root)
-            else:
-                nb = execute_library_notebook(path, flags)
-    except Exception as e:                       # the kernel's error names the cell; keep the first lines
-        msg = str(e).strip().splitlines()
-        raise RuntimeError(f"{path.relative_to(root)} failed: " + " | ".join(msg[:3] + msg[-3:])[:1500]) from e
-    _clean(nb, root)
-    stamp(nb, path, flags)
-    if path.read_bytes() != before:
-        raise RuntimeError(f"{path.relative_to(root)} was edited while it executed; not overwritten — run it again")
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(nbformat.writes(nb) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+        try:
+            with _kernel_env(root):
+                if is_tutorial(path):
+                    nb, run_dir = execute_tutorial(path, root)
+                    staged, published = stage_results(run_dir, dest, path, root)
+                else:
+                    nb = execute_library_notebook(path, flags)
+        except Exception as e:                       # the kernel's error names the cell; keep the first lines
+            msg = str(e).strip().splitlines()
+            raise RuntimeError(f"{path.relative_to(root)} failed: " + " | ".join(msg[:3] + msg[-3:])[:1500]) from e
+        _clean(nb, root)
+        stamp(nb, path, flags)
+        if path.read_bytes() != before:
+            raise RuntimeError(f"{path.relative_to(root)} was edited while it executed; neither it nor its results "
+                               "were overwritten — run it again")
+        publish(path, nb, staged, dest)
+        staged = None
+    finally:
+        if staged is not None:
+            shutil.rmtree(staged, ignore_errors=True)
     note = f"; results → nbs/results/{path.stem}/ ({', '.join(published)})" if published else ""
     return f"{path.relative_to(root)}: executed in {time.time() - t0:.0f} s{note}"
 

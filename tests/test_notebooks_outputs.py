@@ -166,7 +166,10 @@ def test_results_keep_only_table_inputs(tmp_path):
     (tmp_path / "nbs" / "tutorials").mkdir(parents=True)
     nb = tmp_path / "nbs" / "tutorials" / "exp.ipynb"; nb.write_text("{}")
     dest.mkdir(parents=True); (dest / "stale.json").write_text("{}")       # an artefact of an older run
-    assert nbtool.publish_results(run, dest, nb, tmp_path) == ["metrics.json", "summary.csv"]
+    staged, files = nbtool.stage_results(run, dest, nb, tmp_path)
+    assert files == ["metrics.json", "summary.csv"]
+    assert sorted(p.name for p in dest.iterdir()) == ["stale.json"]          # staged, not yet published
+    nbtool.publish(nb, nbformat.v4.new_notebook(), staged, dest)
     assert sorted(p.name for p in dest.iterdir()) == ["metrics.json", "provenance.json", "summary.csv"]
     prov = json.loads((dest / "provenance.json").read_text())
     assert prov["parameters"] == {"seed": 1} and prov["left_out_over_1MiB"] == ["big.csv"]
