@@ -21,10 +21,15 @@ __all__ = ['NonFiniteInputError', 'sim_logsumexp', 'nt_xent', 'suncet', 'supcon'
 
 # %% ../nbs/03_losses.ipynb #28777e99
 class NonFiniteInputError(ValueError):
-    "A loss was given NaN or Inf (its value would be NaN); `.term` names the loss term when the engine knows it."
+    """A loss was given NaN or Inf (its value would be NaN); `.term` names the loss term when the
+    engine knows it."""
+
     term: str | None = None
 
-_MIN_TEMPERATURE = 1e-4      # below this, cos/τ differences of float32 rounding (~1e-7) reach 1e-3 and more
+
+# below this, cos/τ differences of float32 rounding (~1e-7) reach 1e-3 and more
+_MIN_TEMPERATURE = 1e-4
+
 
 def _finite(x: torch.Tensor, name: str) -> torch.Tensor:
     "Refuse NaN/Inf in `x` (one reduction), naming the first bad row."
@@ -32,9 +37,12 @@ def _finite(x: torch.Tensor, name: str) -> torch.Tensor:
     if bool(bad.any()):
         rows = bad.reshape(len(x), -1).any(1) if x.dim() else bad.reshape(1)
         r = int(rows.nonzero()[0])
-        raise NonFiniteInputError(f"`{name}` row {r} holds NaN or Inf ({x[r].flatten()[bad[r].flatten()][0].item()}): "
-                                  f"the loss would be NaN")
+        raise NonFiniteInputError(
+            f"`{name}` row {r} holds NaN or Inf ({x[r].flatten()[bad[r].flatten()][0].item()}): "
+            "the loss would be NaN"
+        )
     return x
+
 
 def _as_embeddings(z, name: str) -> torch.Tensor:
     "Validate `z: (n, d)` floating point and finite; upcast half precision to float32."
@@ -48,35 +56,48 @@ def _as_embeddings(z, name: str) -> torch.Tensor:
         z = z.float()
     return _finite(z, name)
 
+
 def _as_view_pair(z1, z2) -> tuple:
     "Validate two views `z1, z2: (N, d)` of the same items (same shape); upcast half precision."
     z1, z2 = _as_embeddings(z1, "z1"), _as_embeddings(z2, "z2")
     if z1.shape != z2.shape:
-        raise ValueError(f"`z1` and `z2` must have the same shape; got {tuple(z1.shape)} and {tuple(z2.shape)}")
+        raise ValueError(
+            f"`z1` and `z2` must have the same shape; got {tuple(z1.shape)} and {tuple(z2.shape)}"
+        )
     return z1, z2
+
 
 def _as_labels(labels, n: int, name: str = "labels") -> torch.Tensor:
     "Validate class ids `labels: (n,)` (`core.label_vector`) and map them to contiguous ids 0..K-1."
-    return torch.unique(torch.as_tensor(label_vector(labels, n, name, low=None)), return_inverse=True)[1]
+    return torch.unique(
+        torch.as_tensor(label_vector(labels, n, name, low=None)), return_inverse=True
+    )[1]
+
 
 def _check_temperature(temperature):
     check_range("temperature", temperature, _MIN_TEMPERATURE)
     return float(temperature)
+
 
 def _graph_zero(*tensors) -> torch.Tensor:
     "A scalar zero that stays attached to the autograd graph of `tensors` (its gradient is zero)."
     return sum((t.sum() * 0.0) for t in tensors)
 
 # %% ../nbs/03_losses.ipynb #9c6bbee2
-_BLOCK_ELEMS = 1 << 22       # elements of one (rows × n) block of the similarity matrix (~16 MB in float32)
+# elements of one (rows × n) block of the similarity matrix (~16 MB in float32)
+_BLOCK_ELEMS = 1 << 22
 _SAVE_LIMIT_ELEMS = 1 << 28  # largest n × n kept by the saved path (1 GiB in float32)
-_MIN_SAVED_TAU = 0.025       # below this, exp(s − 1/τ) could underflow: use the row-max (blocked) path
+# below this, exp(s − 1/τ) could underflow: use the row-max (blocked) path
+_MIN_SAVED_TAU = 0.025
+
 
 def _block_rows(n: int) -> int:
     return max(1, min(n, _BLOCK_ELEMS // max(n, 1)))
 
+
 class _SimLogSumExp(torch.autograd.Function):
-    "lse_all[i] = log Σ_{j≠i} e^{s_ij}; lse_pos[i] = log Σ_{j≠i, y_j=y_i} e^{s_ij} (when labels are given); s = u uᵀ/τ."
+    """lse_all[i] = log Σ_{j≠i} e^{s_ij}; lse_pos[i] = log Σ_{j≠i, y_j=y_i} e^{s_ij} (when labels
+    are given); s = u uᵀ/τ."""
 
     @staticmethod
     def forward(ctx, u, tau, labels):
@@ -103,7 +124,11 @@ class _SimLogSumExp(torch.autograd.Function):
                 s.masked_fill_(labels[r0:r1, None] != labels[None, :], float("-inf"))
                 lse_pos[r0:r1] = torch.logsumexp(s, dim=1)
         ctx.tau = tau
-        ctx.save_for_backward(u, labels, lse_all, lse_pos) if labels is not None else ctx.save_for_backward(u, lse_all)
+        (
+            ctx.save_for_backward(u, labels, lse_all, lse_pos)
+            if labels is not None
+            else ctx.save_for_backward(u, lse_all)
+        )
         ctx.has_labels = labels is not None
         return (lse_all, lse_pos) if labels is not None else lse_all
 
@@ -145,14 +170,25 @@ class _SimLogSumExp(torch.autograd.Function):
         du.mul_(1.0 / tau)
         return du, None, None
 
-def sim_logsumexp(z: torch.Tensor, temperature: float, labels: torch.Tensor | None = None):
-    "Row log-sum-exp of cosine similarities / `temperature` over j≠i (and over same-label j≠i when `labels` is given)."
+
+def sim_logsumexp(
+    z: torch.Tensor,  # (n, d) embeddings, any scale (L2-normalised here)
+    temperature: float,  # temperature τ > 0 dividing the cosine similarities
+    # (n,) integer classes; also return the same-label log-sum-exp when given
+    labels: torch.Tensor | None = None,
+):
+    """Row log-sum-exp of cosine similarities / `temperature` over j≠i (and over same-label j≠i
+    when `labels` is given)."""
     u = F.normalize(z, dim=1)
     return _SimLogSumExp.apply(u, float(temperature), labels)
 
 # %% ../nbs/03_losses.ipynb #989b518c
-def nt_xent(z1: torch.Tensor, z2: torch.Tensor, temperature: float = 0.5) -> torch.Tensor:
-    """SimCLR / InfoNCE loss (suncet.txt Eq. 1), mean over the 2N anchors.
+def nt_xent(
+    z1: torch.Tensor,  # (N, d) embeddings of the first view, any scale
+    z2: torch.Tensor,  # (N, d) embeddings of the second view, row i pairs with `z1[i]`
+    temperature: float = 0.5,  # temperature τ > 0 dividing the cosine similarities
+) -> torch.Tensor:  # scalar: mean loss over the 2N anchors
+    """SimCLR / InfoNCE loss (SuNCEt Eq. 1, arXiv:2006.10803), mean over the 2N anchors.
 
     `z1, z2: (N, d)` embeddings of two views of the same N items (any scale; L2-normalised here).
     Each anchor is contrasted with its partner view against all 2N−1 other views."""
@@ -168,11 +204,17 @@ def nt_xent(z1: torch.Tensor, z2: torch.Tensor, temperature: float = 0.5) -> tor
         return (lse - torch.cat([pos, pos])).mean()
 
 # %% ../nbs/03_losses.ipynb #cf09c590
-def suncet(z: torch.Tensor, labels, temperature: float = 0.1, return_stats: bool = False):
-    """SuNCEt loss (suncet.txt Eq. 2), mean over anchors that have a same-class sample.
+def suncet(
+    z: torch.Tensor,  # (M, d) embeddings of labeled views, any scale
+    labels,  # (M,) integer class of each row
+    temperature: float = 0.1,  # temperature τ > 0 dividing the cosine similarities
+    return_stats: bool = False,  # also return a dict of anchor counts (used, without a term)
+):
+    """SuNCEt loss (SuNCEt Eq. 2, arXiv:2006.10803), mean over anchors that have a same-class
+    sample.
 
-    `z: (M, d)` labeled views, `labels: (M,)` integer classes. With `return_stats=True` also returns
-    `{"n_anchors": …, "n_without_positive": …}`."""
+    `z: (M, d)` labeled views, `labels: (M,)` integer classes. With `return_stats=True` also
+    returns `{"n_anchors": …, "n_without_positive": …}`."""
     temperature = _check_temperature(temperature)
     z = _as_embeddings(z, "z")
     y = _as_labels(labels, z.shape[0]).to(z.device)
@@ -189,11 +231,18 @@ def suncet(z: torch.Tensor, labels, temperature: float = 0.1, return_stats: bool
     return (loss, stats) if return_stats else loss
 
 # %% ../nbs/03_losses.ipynb #1f0066c4
-def supcon(z: torch.Tensor, labels, temperature: float = 0.1, variant: str = "out", return_stats: bool = False):
+def supcon(
+    z: torch.Tensor,  # (M, d) embeddings of all views, any scale
+    labels,  # (M,) integer class of each row
+    temperature: float = 0.1,  # temperature τ > 0 dividing the cosine similarities
+    variant: str = "out",  # `"out"`: mean log-probability over positives; `"in"`: log of their mean
+    return_stats: bool = False,  # also return a dict of anchor counts (used, without a term)
+):
     """Supervised contrastive loss, mean over anchors with at least one positive.
 
-    `z: (M, d)` embeddings (all views), `labels: (M,)`; positives of an anchor are the other samples with its
-    label. `variant` is `"out"` (mean of log-probabilities over positives) or `"in"` (log of their mean)."""
+    `z: (M, d)` embeddings (all views), `labels: (M,)`; positives of an anchor are the other
+    samples with its label. `variant` is `"out"` (mean of log-probabilities over positives) or
+    `"in"` (log of their mean)."""
     check_choice("variant", variant, ["out", "in"])
     temperature = _check_temperature(temperature)
     z = _as_embeddings(z, "z")
@@ -207,7 +256,9 @@ def supcon(z: torch.Tensor, labels, temperature: float = 0.1, variant: str = "ou
             loss = _graph_zero(z)
         elif variant == "out":
             lse_all = _SimLogSumExp.apply(u, temperature, None)
-            class_sum = torch.zeros(int(y.max()) + 1, u.shape[1], dtype=u.dtype, device=u.device).index_add_(0, y, u)
+            class_sum = torch.zeros(
+                int(y.max()) + 1, u.shape[1], dtype=u.dtype, device=u.device
+            ).index_add_(0, y, u)
             pos_sum = ((u * class_sum[y]).sum(1) - (u * u).sum(1)) / temperature
             loss = (lse_all - pos_sum / n_pos.clamp(min=1))[has_pos].mean()
         else:
@@ -217,8 +268,15 @@ def supcon(z: torch.Tensor, labels, temperature: float = 0.1, variant: str = "ou
     return (loss, stats) if return_stats else loss
 
 # %% ../nbs/03_losses.ipynb #bf690a8b
-def spread(z1: torch.Tensor, z2: torch.Tensor, labels, temperature: float = 0.5, alpha: float = 0.5) -> torch.Tensor:
-    """L_spread = α·L_attract + (1−α)·L_repel (*Perfectly Balanced* Eqs. 1–3), mean over the 2N views.
+def spread(
+    z1: torch.Tensor,  # (N, d) embeddings of the first view
+    z2: torch.Tensor,  # (N, d) second view, row i pairs with `z1[i]`
+    labels,  # (N,) integer class of each item
+    temperature: float = 0.5,  # temperature τ > 0 dividing the cosine similarities
+    alpha: float = 0.5,  # weight of L_attract in [0, 1]; L_repel gets 1 − alpha
+) -> torch.Tensor:  # scalar: mean over the 2N views
+    """L_spread = α·L_attract + (1−α)·L_repel (*Perfectly Balanced* Eqs. 1–3), mean over the 2N
+    views.
 
     `z1, z2: (N, d)` two views of N items, `labels: (N,)` their classes, `alpha` in [0, 1]."""
     temperature = _check_temperature(temperature)
@@ -238,26 +296,43 @@ def spread(z1: torch.Tensor, z2: torch.Tensor, labels, temperature: float = 0.5,
         ninf = torch.tensor(float("-inf"), dtype=s.dtype, device=s.device)
         has_neg = neg.any(1)
         # log Σ_{a∈N(i)} e^{s_ia}; rows without negatives get -inf (their attract term is exactly 0)
-        lse_neg = torch.logsumexp(torch.where(neg, s, torch.where(has_neg[:, None], ninf, torch.zeros_like(s))), 1)
+        lse_neg = torch.logsumexp(
+            torch.where(neg, s, torch.where(has_neg[:, None], ninf, torch.zeros_like(s))), 1
+        )
         lse_neg = torch.where(has_neg, lse_neg, ninf)
         sp = F.softplus(lse_neg[:, None] - s)
         attract = torch.where(same, sp, torch.zeros_like(sp)).sum(1) / same.sum(1)
         partner = torch.cat([torch.arange(n, 2 * n), torch.arange(0, n)]).to(u.device)
-        repel = torch.logsumexp(torch.where(same, s, ninf), 1) - s[torch.arange(2 * n, device=u.device), partner]
+        repel = (
+            torch.logsumexp(torch.where(same, s, ninf), 1)
+            - s[torch.arange(2 * n, device=u.device), partner]
+        )
         return (alpha * attract + (1 - alpha) * repel).mean()
 
 # %% ../nbs/03_losses.ipynb #740d4fd5
-def binary_nce(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-    """CLESS multi-positive binary NCE (Eq. 6): mean over instances of the mean BCE over their c (text, label) pairs.
+def binary_nce(
+    logits: torch.Tensor,  # (B, c) float matcher scores, one per (text, label) pair
+    targets: torch.Tensor,  # (B, c) 1 for a positive pair, 0 for a negative
+    # (B, c) bool, True for real pairs (False pads); None: all real
+    mask: torch.Tensor | None = None,
+) -> torch.Tensor:  # scalar: mean over instances with a real pair
+    """CLESS multi-positive binary NCE (Eq. 6): mean over instances of the mean BCE over their c
+    (text, label) pairs.
 
-    `logits: (B, c)` matcher scores, `targets: (B, c)` in {0, 1}, `mask: (B, c)` bool (optional) for padded pairs."""
+    `logits: (B, c)` matcher scores, `targets: (B, c)` in {0, 1}, `mask: (B, c)` bool (optional)
+    for padded pairs."""
     if not isinstance(logits, torch.Tensor) or logits.dim() != 2 or not logits.is_floating_point():
-        raise ValueError(f"`logits` must be a floating-point tensor of shape (B, c); got "
-                         f"{getattr(logits, 'shape', type(logits).__name__)}")
+        raise ValueError(
+            "`logits` must be a floating-point tensor of shape (B, c); got "
+            f"{getattr(logits, 'shape', type(logits).__name__)}"
+        )
     _finite(logits, "logits")
     targets = torch.as_tensor(targets, device=logits.device)
     if targets.shape != logits.shape:
-        raise ValueError(f"`targets` must have the shape of `logits` {tuple(logits.shape)}; got {tuple(targets.shape)}")
+        raise ValueError(
+            f"`targets` must have the shape of `logits` {tuple(logits.shape)}; got"
+            f" {tuple(targets.shape)}"
+        )
     if not bool(((targets == 0) | (targets == 1)).all()):
         raise ValueError("`targets` must hold only 0 and 1 (match / no match)")
     if mask is None:
@@ -279,37 +354,114 @@ def binary_nce(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor |
 # %% ../nbs/03_losses.ipynb #ee971cae
 class NTXentLoss(nn.Module):
     "Module form of `nt_xent`."
-    def __init__(self, temperature: float = 0.5):
-        super().__init__(); self.temperature = _check_temperature(temperature)
-    def forward(self, z1, z2): return nt_xent(z1, z2, self.temperature)
-    def extra_repr(self): return f"temperature={self.temperature}"
+
+    def __init__(
+        self,
+        temperature: float = 0.5,  # temperature τ > 0 dividing the cosine similarities
+    ):
+        super().__init__()
+        self.temperature = _check_temperature(temperature)
+
+    def forward(
+        self,
+        z1,  # (N, d) first view
+        z2,  # (N, d) second view
+    ):
+        "NT-Xent of the two views (see `nt_xent`): a scalar."
+        return nt_xent(z1, z2, self.temperature)
+
+    def extra_repr(self):
+        "The hyper-parameters shown by `print(module)`."
+        return f"temperature={self.temperature}"
+
 
 class SuNCEtLoss(nn.Module):
     "Module form of `suncet`."
-    def __init__(self, temperature: float = 0.1):
-        super().__init__(); self.temperature = _check_temperature(temperature)
-    def forward(self, z, labels): return suncet(z, labels, self.temperature)
-    def extra_repr(self): return f"temperature={self.temperature}"
+
+    def __init__(
+        self,
+        temperature: float = 0.1,  # temperature τ > 0 dividing the cosine similarities
+    ):
+        super().__init__()
+        self.temperature = _check_temperature(temperature)
+
+    def forward(
+        self,
+        z,  # (M, d) labeled views
+        labels,  # (M,) integer classes
+    ):
+        "SuNCEt of the labeled views (see `suncet`): a scalar."
+        return suncet(z, labels, self.temperature)
+
+    def extra_repr(self):
+        "The hyper-parameters shown by `print(module)`."
+        return f"temperature={self.temperature}"
+
 
 class SupConLoss(nn.Module):
     "Module form of `supcon`."
-    def __init__(self, temperature: float = 0.1, variant: str = "out"):
+
+    def __init__(
+        self,
+        temperature: float = 0.1,  # temperature τ > 0 dividing the cosine similarities
+        variant: str = "out",  # `"out"` or `"in"` (see `supcon`)
+    ):
         super().__init__()
-        self.temperature, self.variant = _check_temperature(temperature), check_choice("variant", variant, ["out", "in"])
-    def forward(self, z, labels): return supcon(z, labels, self.temperature, self.variant)
-    def extra_repr(self): return f"temperature={self.temperature}, variant={self.variant!r}"
+        self.temperature, self.variant = _check_temperature(temperature), check_choice(
+            "variant", variant, ["out", "in"]
+        )
+
+    def forward(
+        self,
+        z,  # (M, d) embeddings of all views
+        labels,  # (M,) integer classes
+    ):
+        "SupCon of the views (see `supcon`): a scalar."
+        return supcon(z, labels, self.temperature, self.variant)
+
+    def extra_repr(self):
+        "The hyper-parameters shown by `print(module)`."
+        return f"temperature={self.temperature}, variant={self.variant!r}"
+
 
 class SpreadLoss(nn.Module):
     "Module form of `spread`."
-    def __init__(self, temperature: float = 0.5, alpha: float = 0.5):
+
+    def __init__(
+        self,
+        temperature: float = 0.5,  # temperature τ > 0 dividing the cosine similarities
+        alpha: float = 0.5,  # weight of L_attract in [0, 1]
+    ):
         super().__init__()
-        self.temperature, self.alpha = _check_temperature(temperature), float(check_range("alpha", alpha, 0, 1))
-    def forward(self, z1, z2, labels): return spread(z1, z2, labels, self.temperature, self.alpha)
-    def extra_repr(self): return f"temperature={self.temperature}, alpha={self.alpha}"
+        self.temperature, self.alpha = _check_temperature(temperature), float(
+            check_range("alpha", alpha, 0, 1)
+        )
+
+    def forward(
+        self,
+        z1,  # (N, d) first view
+        z2,  # (N, d) second view
+        labels,  # (N,) integer classes
+    ):
+        "L_spread of the two views (see `spread`): a scalar."
+        return spread(z1, z2, labels, self.temperature, self.alpha)
+
+    def extra_repr(self):
+        "The hyper-parameters shown by `print(module)`."
+        return f"temperature={self.temperature}, alpha={self.alpha}"
+
 
 class BinaryNCELoss(nn.Module):
     "Module form of `binary_nce`."
-    def forward(self, logits, targets, mask=None): return binary_nce(logits, targets, mask)
+
+    def forward(
+        self,
+        logits,  # (B, c) matcher scores
+        targets,  # (B, c) 0/1 targets
+        mask=None,  # (B, c) bool real-pair mask, or None
+    ):
+        "Multi-positive binary NCE (see `binary_nce`): a scalar."
+        return binary_nce(logits, targets, mask)
 
 # %% ../nbs/03_losses.ipynb #ddd1407b
 def _as_index_sets(idx, n: int, m: int, name: str) -> torch.Tensor:
@@ -317,88 +469,136 @@ def _as_index_sets(idx, n: int, m: int, name: str) -> torch.Tensor:
     if not isinstance(idx, torch.Tensor):
         idx = torch.as_tensor(idx)
     if idx.dim() != 2 or idx.shape[0] != n:
-        raise ValueError(f"`{name}` must be a 2-D tensor (N, P) with one row per anchor ({n}); got shape {tuple(idx.shape)}")
+        raise ValueError(
+            f"`{name}` must be a 2-D tensor (N, P) with one row per anchor ({n}); got shape"
+            f" {tuple(idx.shape)}"
+        )
     if idx.is_floating_point() or idx.dtype == torch.bool:
-        raise ValueError(f"`{name}` must hold integer row indices (−1 for padding); got dtype {idx.dtype}")
+        raise ValueError(
+            f"`{name}` must hold integer row indices (−1 for padding); got dtype {idx.dtype}"
+        )
     idx = idx.long()
     if idx.numel() and (int(idx.min()) < -1 or int(idx.max()) >= m):
-        raise ValueError(f"`{name}` must hold row indices in [0, {m - 1}] or −1 for padding; got values in "
-                         f"[{int(idx.min())}, {int(idx.max())}]")
+        raise ValueError(
+            f"`{name}` must hold row indices in [0, {m - 1}] or −1 for padding; got values in "
+            f"[{int(idx.min())}, {int(idx.max())}]"
+        )
     if idx.shape[1] > 1:
         s = idx.sort(1).values
         if ((s[:, 1:] == s[:, :-1]) & (s[:, 1:] >= 0)).any():
             raise ValueError(f"`{name}` repeats a row index within an anchor's set")
     return idx
 
-_MASKED = -1e30      # a finite "minus infinity": masked logits vanish in exp and keep gradients finite
+
+# a finite "minus infinity": masked logits vanish in exp and keep gradients finite
+_MASKED = -1e30
+
 
 def _masked_lse(s: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    "log Σ exp over the last dim where `mask`; rows with nothing masked in get a finite, unused value."
+    """log Σ exp over the last dim where `mask`; rows with nothing masked in get a finite, unused
+    value."""
     return torch.logsumexp(s.masked_fill(~mask, _MASKED), dim=-1)
+
 
 def _mean_over(values: torch.Tensor, mask: torch.Tensor) -> tuple:
     "Per row: the mean of `values` where `mask`, and whether the row has any."
     cnt = mask.sum(-1)
     return (values.masked_fill(~mask, 0.0).sum(-1) / cnt.clamp(min=1)), cnt > 0
 
+
 def _anchor_mean(per_anchor: torch.Tensor, has_term: torch.Tensor, *graph) -> torch.Tensor:
     return per_anchor[has_term].mean() if bool(has_term.any()) else _graph_zero(*graph)
 
+
 def _labeled_sims(u: torch.Tensor, y: torch.Tensor, temperature: float) -> tuple:
-    "`f` among labeled anchors `(N, N)`, the mask of others (k ≠ i), and of same-class others (C(i))."
+    """`f` among labeled anchors `(N, N)`, the mask of others (k ≠ i), and of same-class others
+    (C(i))."""
     s = u @ u.T / temperature
     others = ~torch.eye(len(u), dtype=torch.bool, device=u.device)
     return s, others, others & (y[:, None] == y[None, :])
 
+
 def _css_inputs(temperature, a, a_name: str, o, o_name: str) -> tuple:
-    "The checks every CSS-LM term opens with: a positive temperature, anchors `a: (N, h)`, corpus rows `o: (M, h)` of the same width."
+    """The checks every CSS-LM term opens with: a positive temperature, anchors `a: (N, h)`, corpus
+    rows `o: (M, h)` of the same width."""
     temperature = _check_temperature(temperature)
     a, o = _as_embeddings(a, a_name), _as_embeddings(o, o_name)
     if o.shape[1] != a.shape[1]:
-        raise ValueError(f"`{o_name}` must have the width of `{a_name}` ({a.shape[1]}); got {o.shape[1]}")
+        raise ValueError(
+            f"`{o_name}` must have the width of `{a_name}` ({a.shape[1]}); got {o.shape[1]}"
+        )
     return temperature, a, o, a.shape[0], o.shape[0]
 
+
 def _set_members(P: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-    "`(N, R)` bool: whether sorted unique corpus row `rows[r]` is in anchor n's set `P[n]` (−1 pads)."
+    """`(N, R)` bool: whether sorted unique corpus row `rows[r]` is in anchor n's set `P[n]` (−1
+    pads)."""
     out = torch.zeros(P.shape[0], len(rows) + 1, dtype=torch.bool, device=P.device)
     pos = torch.searchsorted(rows, P.clamp(min=0)).masked_fill(P < 0, len(rows))
-    return out.scatter_(1, pos, True)[:, :len(rows)]
+    return out.scatter_(1, pos, True)[:, : len(rows)]
+
 
 def _as_anchor_rows(anchors, n: int) -> torch.Tensor:
     "Validate `anchors: (B,)` distinct row ids in [0, n)."
     a = torch.as_tensor(anchors)
     if a.dim() != 1 or a.is_floating_point() or a.dtype == torch.bool or len(a) == 0:
-        raise ValueError(f"`anchors` must be a non-empty 1-D tensor of row ids of `c`; got {tuple(a.shape)} {a.dtype}")
+        raise ValueError(
+            f"`anchors` must be a non-empty 1-D tensor of row ids of `c`; got {tuple(a.shape)}"
+            f" {a.dtype}"
+        )
     a = a.long()
     if int(a.min()) < 0 or int(a.max()) >= n or len(torch.unique(a)) != len(a):
         raise ValueError(f"`anchors` must hold distinct row ids in [0, {n - 1}]")
     return a
 
 # %% ../nbs/03_losses.ipynb #c55a0001
-def css_loss(x: torch.Tensor, labels, x_o: torch.Tensor, pos_idx, neg_idx, temperature: float = 0.3,
-             return_stats: bool = False):
-    """L_CSS (Eqs. 2–3), mean over anchors with a term. `x: (N, h)` labeled anchors, `labels: (N,)`,
-    `x_o: (M, h)` corpus representations, `pos_idx`/`neg_idx: (N, P)`/`(N, Q)` rows of `x_o` (−1 pads): P(i), N(i)."""
+def css_loss(
+    x: torch.Tensor,  # (N, h) representations of the labeled anchors
+    labels,  # (N,) integer classes of the anchors
+    x_o: torch.Tensor,  # (M, h) representations of the corpus rows
+    pos_idx,  # (N, P) long rows of `x_o` retrieved as positives P(i), −1 pads
+    neg_idx,  # (N, Q) long rows of `x_o` retrieved as negatives N(i), −1 pads
+    temperature: float = 0.3,  # temperature τ > 0 dividing the cosine similarities
+    return_stats: bool = False,  # also return a dict of anchor counts (used, without a term)
+):
+    """L_CSS (Eqs. 2–3), mean over anchors with a term. `x: (N, h)` labeled anchors, `labels:
+    (N,)`, `x_o: (M, h)` corpus representations, `pos_idx`/`neg_idx: (N, P)`/`(N, Q)` rows of
+    `x_o` (−1 pads): P(i), N(i)."""
     temperature, x, x_o, n, m = _css_inputs(temperature, x, "x", x_o, "x_o")
     y = _as_labels(labels, n).to(x.device)
-    P = _as_index_sets(pos_idx, n, m, "pos_idx").to(x.device); Q = _as_index_sets(neg_idx, n, m, "neg_idx").to(x.device)
+    P = _as_index_sets(pos_idx, n, m, "pos_idx").to(x.device)
+    Q = _as_index_sets(neg_idx, n, m, "neg_idx").to(x.device)
     if ((P[:, :, None] == Q[:, None, :]) & (P[:, :, None] >= 0)).any():
-        raise ValueError("`pos_idx` and `neg_idx` share a row for the same anchor; P(i) and N(i) must be disjoint")
+        raise ValueError(
+            "`pos_idx` and `neg_idx` share a row for the same anchor; P(i) and N(i) must be"
+            " disjoint"
+        )
     with torch.autocast(device_type=x.device.type, enabled=False):
         u, uo = F.normalize(x, dim=1), F.normalize(x_o, dim=1)
         pm, qm = P >= 0, Q >= 0
-        uo_pad = torch.cat([uo, uo.new_zeros(1, uo.shape[1])])                # padding (−1) reads a zero row
-        up, uq = uo_pad[P.masked_fill(P < 0, m)], uo_pad[Q.masked_fill(Q < 0, m)]   # (N, P, h), (N, Q, h)
+        # padding (−1) reads a zero row
+        uo_pad = torch.cat([uo, uo.new_zeros(1, uo.shape[1])])
+        # (N, P, h), (N, Q, h)
+        up, uq = uo_pad[P.masked_fill(P < 0, m)], uo_pad[Q.masked_fill(Q < 0, m)]
         s_lab, others, same = _labeled_sims(u, y, temperature)
         s_pos = torch.einsum("nh,nph->np", u, up) / temperature
         s_neg = torch.einsum("nh,nqh->nq", u, uq) / temperature
         lse_s = _masked_lse(torch.cat([s_lab, s_pos, s_neg], 1), torch.cat([others, pm, qm], 1))
         term_c, has_c = _mean_over(s_lab - lse_s[:, None], same)
         term_p, has_p = _mean_over(s_pos - lse_s[:, None], pm)
-        s_pp = torch.einsum("nph,nqh->npq", up, up) / temperature             # f(o_j, o_k), j, k ∈ P(i)
-        s_pq = torch.einsum("nph,nqh->npq", up, uq) / temperature             # f(o_j, o_k), k ∈ N(i)
-        pair = pm[:, :, None] & pm[:, None, :] & ~torch.eye(P.shape[1], dtype=torch.bool, device=x.device)
-        lse_u = _masked_lse(torch.cat([s_pp, s_pq], 2), torch.cat([pair, pm[:, :, None] & qm[:, None, :]], 2))  # (N, P)
+        # f(o_j, o_k), j, k ∈ P(i)
+        s_pp = torch.einsum("nph,nqh->npq", up, up) / temperature
+        # f(o_j, o_k), k ∈ N(i)
+        s_pq = torch.einsum("nph,nqh->npq", up, uq) / temperature
+        pair = (
+            pm[:, :, None]
+            & pm[:, None, :]
+            & ~torch.eye(P.shape[1], dtype=torch.bool, device=x.device)
+        )
+        # (N, P)
+        lse_u = _masked_lse(
+            torch.cat([s_pp, s_pq], 2), torch.cat([pair, pm[:, :, None] & qm[:, None, :]], 2)
+        )
         n_c, n_p = same.sum(1), pm.sum(1)
         has_u = n_p >= 2
         denom = ((n_c + 1) * n_p * (n_p - 1)).clamp(min=1).to(u.dtype)
@@ -406,21 +606,33 @@ def css_loss(x: torch.Tensor, labels, x_o: torch.Tensor, pos_idx, neg_idx, tempe
         per = -(term_c * has_c + term_p * has_p + term_u * has_u)
         has = has_c | has_p | has_u
         loss = _anchor_mean(per, has, x, x_o)
-    stats = {"n_anchors": int(has.sum()), "n_without_term": n - int(has.sum()),
-             "mean_positives": float(n_p.float().mean()), "mean_negatives": float(qm.sum(1).float().mean())}
+    stats = {
+        "n_anchors": int(has.sum()),
+        "n_without_term": n - int(has.sum()),
+        "mean_positives": float(n_p.float().mean()),
+        "mean_negatives": float(qm.sum(1).float().mean()),
+    }
     return (loss, stats) if return_stats else loss
 
 # %% ../nbs/03_losses.ipynb #c55a0002
-def domain_loss(d: torch.Tensor, d_o: torch.Tensor, pos_idx, temperature: float = 0.3, return_stats: bool = False):
-    """L_D (Eq. 6), mean over anchors with a term. `d: (N, h)` [DOMAIN] representations of labeled anchors,
-    `d_o: (M, h)` of the whole corpus, `pos_idx: (N, P)` rows of `d_o` (−1 pads): P_D(i)."""
+def domain_loss(
+    d: torch.Tensor,  # (N, h) [DOMAIN] representations of the labeled anchors
+    d_o: torch.Tensor,  # (M, h) [DOMAIN] representations of every corpus row
+    pos_idx,  # (N, P) long rows of `d_o` that are domain positives P_D(i), −1 pads
+    temperature: float = 0.3,  # temperature τ > 0 dividing the cosine similarities
+    return_stats: bool = False,  # also return a dict of anchor counts (used, without a term)
+):
+    """L_D (Eq. 6), mean over anchors with a term. `d: (N, h)` [DOMAIN] representations of labeled
+    anchors, `d_o: (M, h)` of the whole corpus, `pos_idx: (N, P)` rows of `d_o` (−1 pads):
+    P_D(i)."""
     temperature, d, d_o, n, m = _css_inputs(temperature, d, "d", d_o, "d_o")
     P = _as_index_sets(pos_idx, n, m, "pos_idx").to(d.device)
     with torch.autocast(device_type=d.device.type, enabled=False):
         u, uo = F.normalize(d, dim=1), F.normalize(d_o, dim=1)
         s_lab = u @ u.T / temperature
         others = ~torch.eye(n, dtype=torch.bool, device=d.device)
-        s_o = u @ uo.T / temperature                                          # (N, M): all of the corpus
+        # (N, M): all of the corpus
+        s_o = u @ uo.T / temperature
         lse = torch.logsumexp(torch.cat([s_lab.masked_fill(~others, _MASKED), s_o], 1), 1)
         term_l, has_l = _mean_over(s_lab - lse[:, None], others)
         pm = P >= 0
@@ -433,28 +645,43 @@ def domain_loss(d: torch.Tensor, d_o: torch.Tensor, pos_idx, temperature: float 
     return (loss, stats) if return_stats else loss
 
 # %% ../nbs/03_losses.ipynb #c55a0003
-def class_loss(c: torch.Tensor, labels, c_o: torch.Tensor, pos_idx, temperature: float = 0.3, return_stats: bool = False,
-               anchors=None):
-    """L_C (Eq. 7), mean over anchors with a term. `c: (N, h)` [CLASS] representations of labeled instances,
-    `labels: (N,)`, `c_o: (M, h)` corpus representations, `pos_idx: (N, P)` rows of `c_o` (−1 pads): P_C(i).
-    N_C(i) = the rows in P_C of the labeled instances of other classes, not in P_C(i). `anchors`: None — every row
-    is an anchor (the batch reading); `(B,)` row ids — only those rows are anchors, while the labeled sums and N_C(i)
-    run over all N rows (the paper's sums over every training instance: pass the memory of all N, fresh rows in place)."""
+def class_loss(
+    # (N, h) [CLASS] representations of labeled instances (a batch, or a memory of all N)
+    c: torch.Tensor,
+    labels,  # (N,) integer classes of the rows of `c`
+    c_o: torch.Tensor,  # (M, h) [CLASS] representations of the corpus rows
+    pos_idx,  # (N, P) long rows of `c_o` that are class positives P_C(i), −1 pads
+    temperature: float = 0.3,  # temperature τ > 0 dividing the cosine similarities
+    return_stats: bool = False,  # also return a dict of anchor counts (used, without a term)
+    anchors=None,  # 1-D long rows of `c` that are anchors (the all-N reading); None: every row
+):
+    """L_C (Eq. 7), mean over anchors with a term. `c: (N, h)` [CLASS] representations of labeled
+    instances, `labels: (N,)`, `c_o: (M, h)` corpus representations, `pos_idx: (N, P)` rows of
+    `c_o` (−1 pads): P_C(i). N_C(i) = the rows in P_C of the labeled instances of other classes,
+    not in P_C(i). `anchors`: None — every row is an anchor (the batch reading); `(B,)` row ids
+    — only those rows are anchors, while the labeled sums and N_C(i) run over all N rows (the
+    paper's sums over every training instance: pass the memory of all N, fresh rows in place)."""
     temperature, c, c_o, n, m = _css_inputs(temperature, c, "c", c_o, "c_o")
     y = _as_labels(labels, n).to(c.device)
     P = _as_index_sets(pos_idx, n, m, "pos_idx").to(c.device)
-    a = torch.arange(n, device=c.device) if anchors is None else _as_anchor_rows(anchors, n).to(c.device)
+    a = (
+        torch.arange(n, device=c.device)
+        if anchors is None
+        else _as_anchor_rows(anchors, n).to(c.device)
+    )
     with torch.autocast(device_type=c.device.type, enabled=False):
         u, uo = F.normalize(c, dim=1), F.normalize(c_o, dim=1)
         ua, ya = u[a], y[a]
-        s_lab = ua @ u.T / temperature                                        # (B, N)
-        others = a[:, None] != torch.arange(n, device=c.device)[None, :]       # k ≠ i
-        same = others & (ya[:, None] == y[None, :])                           # C(i)
-        rows = torch.unique(P[P >= 0])                                        # every retrieved row, once (sorted)
-        member = _set_members(P, rows)                                        # (N, R): row ∈ P_C(j)
-        own = member[a]                                                       # (B, R): row ∈ P_C(i)
+        s_lab = ua @ u.T / temperature  # (B, N)
+        others = a[:, None] != torch.arange(n, device=c.device)[None, :]  # k ≠ i
+        same = others & (ya[:, None] == y[None, :])  # C(i)
+        # every retrieved row, once (sorted)
+        rows = torch.unique(P[P >= 0])
+        member = _set_members(P, rows)  # (N, R): row ∈ P_C(j)
+        own = member[a]  # (B, R): row ∈ P_C(i)
         other_cls = (ya[:, None] != y[None, :]).to(u.dtype)
-        in_other = (other_cls @ member.to(u.dtype)) > 0                       # row ∈ P_C(j) of another class
+        # row ∈ P_C(j) of another class
+        in_other = (other_cls @ member.to(u.dtype)) > 0
         s_r = ua @ uo[rows].T / temperature
         lse = _masked_lse(torch.cat([s_lab, s_r], 1), torch.cat([others, own | in_other], 1))
         term_l, has_l = _mean_over(s_lab - lse[:, None], same)
@@ -462,8 +689,11 @@ def class_loss(c: torch.Tensor, labels, c_o: torch.Tensor, pos_idx, temperature:
         per = -(term_l * has_l + term_p * has_p)
         has = has_l | has_p
         loss = _anchor_mean(per, has, c, c_o)
-    stats = {"n_anchors": int(has.sum()), "n_without_term": len(a) - int(has.sum()),
-             "mean_class_negatives": float((in_other & ~own).sum(1).float().mean())}
+    stats = {
+        "n_anchors": int(has.sum()),
+        "n_without_term": len(a) - int(has.sum()),
+        "mean_class_negatives": float((in_other & ~own).sum(1).float().mean()),
+    }
     return (loss, stats) if return_stats else loss
 
 # %% ../nbs/03_losses.ipynb #cdb2905d
@@ -474,7 +704,10 @@ class _GatherWithGrad(torch.autograd.Function):
         sizes = [torch.zeros(1, dtype=torch.long, device=x.device) for _ in range(ws)]
         dist.all_gather(sizes, torch.tensor([x.shape[0]], device=x.device))
         if len({int(s) for s in sizes}) != 1:
-            raise ValueError(f"gather_with_grad needs the same number of rows on every rank; got {[int(s) for s in sizes]}")
+            raise ValueError(
+                "gather_with_grad needs the same number of rows on every rank; got"
+                f" {[int(s) for s in sizes]}"
+            )
         out = [torch.empty_like(x) for _ in range(ws)]
         dist.all_gather(out, x.contiguous())
         ctx.rank, ctx.n = dist.get_rank(), x.shape[0]
@@ -484,10 +717,14 @@ class _GatherWithGrad(torch.autograd.Function):
     def backward(ctx, g):
         g = g.contiguous().clone()
         dist.all_reduce(g, op=dist.ReduceOp.SUM)
-        return g[ctx.rank * ctx.n:(ctx.rank + 1) * ctx.n]
+        return g[ctx.rank * ctx.n : (ctx.rank + 1) * ctx.n]
 
-def gather_with_grad(x: torch.Tensor) -> torch.Tensor:
-    "Concatenate `x: (n, ...)` from every rank along dim 0, keeping gradients; identity without a process group."
+
+def gather_with_grad(
+    x: torch.Tensor,  # (n, ...) this rank's rows; every rank holds the same n
+) -> torch.Tensor:  # (world_size·n, ...) rows of all ranks, rank order
+    """Concatenate `x: (n, ...)` from every rank along dim 0, keeping gradients; identity without a
+    process group."""
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
         return x
     return _GatherWithGrad.apply(x)
