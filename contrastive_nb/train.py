@@ -26,11 +26,32 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader, Sampler
 
-from .core import (atomic_write_bytes, atomic_write_json, check_choice, check_int, check_range,
-                                 file_sha256, get_device, read_json, seed_everything)
+from contrastive_nb.core import (
+    atomic_write_bytes,
+    atomic_write_json,
+    check_choice,
+    check_int,
+    check_range,
+    file_sha256,
+    get_device,
+    read_json,
+    seed_everything,
+)
 from .compute import FlopLedger
-from .data import CyclingIterator, EpochBatchSampler, check_dataset, dataset_fingerprint
-from .losses import NonFiniteInputError, gather_with_grad, nt_xent, spread, suncet, supcon
+from contrastive_nb.data import (
+    CyclingIterator,
+    EpochBatchSampler,
+    check_dataset,
+    dataset_fingerprint,
+)
+from contrastive_nb.losses import (
+    NonFiniteInputError,
+    gather_with_grad,
+    nt_xent,
+    spread,
+    suncet,
+    supcon,
+)
 
 # %% auto #0
 __all__ = ['LOSS_TERMS', 'LOADERS', 'CHECKPOINT_FORMAT', 'CHECKPOINT_KEYS', 'Projections', 'register_loss_term', 'NTXentTerm',
@@ -44,33 +65,46 @@ __all__ = ['LOSS_TERMS', 'LOADERS', 'CHECKPOINT_FORMAT', 'CHECKPOINT_KEYS', 'Pro
 # %% ../nbs/05_train.ipynb #f1305a09
 @dataclass
 class Projections:
-    "What a loss term sees of one loader's batch: projections of both views, labels, logits, the epoch (0-based)."
-    z1: torch.Tensor                          # (n, d) projections of view 1 (gathered across ranks)
-    z2: torch.Tensor                          # (n, d) projections of view 2, row i the same item as z1[i]
-    labels: torch.Tensor | None = None        # (n,) class ids of the items (gathered); None on an unlabeled batch
-    logits: tuple | None = None               # (logits of view 1, of view 2), each (n_local, C), when the model has a classifier
-    local_labels: torch.Tensor | None = None  # (n_local,) this rank's labels, uncorrected: the targets of `logits`
-    epoch: int | None = None                  # 0-based epoch of the update (None outside training)
+    """What a loss term sees of one loader's batch: projections of both views, labels, logits, the
+    epoch (0-based)."""
+
+    z1: torch.Tensor  # (n, d) projections of view 1 (gathered across ranks)
+    # (n, d) projections of view 2, row i the same item as z1[i]
+    z2: torch.Tensor
+    # (n,) class ids of the items (gathered); None on an unlabeled batch
+    labels: torch.Tensor | None = None
+    # (logits of view 1, of view 2), each (n_local, C), when the model has a classifier
+    logits: tuple | None = None
+    # (n_local,) this rank's labels, uncorrected: the targets of `logits`
+    local_labels: torch.Tensor | None = None
+    epoch: int | None = None  # 0-based epoch of the update (None outside training)
 
 # %% ../nbs/05_train.ipynb #4cd80edd
 LOSS_TERMS: dict = {}
 LOADERS = ["unlabeled", "labeled"]
 
-def register_loss_term(name: str,             # the name `LossTerm` refers to it by
-                       loader: str,           # the loader it reads unless a term says otherwise
-                       supervised: bool,      # True: it needs labels
-                      ):
-    "Class decorator: register a loss-term class (options as `__init__` arguments, `__call__(Projections)` → scalar)."
+
+def register_loss_term(
+    name: str,  # the name `LossTerm` refers to it by
+    loader: str,  # the loader it reads unless a term says otherwise
+    supervised: bool,  # True: it needs labels
+):
+    """Class decorator: register a loss-term class (options as `__init__` arguments,
+    `__call__(Projections)` → scalar)."""
     check_choice("loader", loader, LOADERS)
+
     def add(cls):
         cls.name, cls.loader, cls.supervised = name, loader, supervised
         LOSS_TERMS[name] = cls
         return cls
+
     return add
+
 
 def _temperature(t) -> float:
     check_range("temperature", t, 0, low_inclusive=False)
     return float(t)
+
 
 def _needs_labels(name: str, p: Projections) -> torch.Tensor:
     if p.labels is None:
@@ -80,15 +114,23 @@ def _needs_labels(name: str, p: Projections) -> torch.Tensor:
 # %% ../nbs/05_train.ipynb #2665b799
 @register_loss_term("nt_xent", loader="unlabeled", supervised=False)
 class NTXentTerm:
-    "SimCLR's NT-Xent (suncet.txt Eq. 1) on the two views."
-    def __init__(self, temperature: float = 0.5): self.temperature = _temperature(temperature)
+    "SimCLR's NT-Xent (SuNCEt Eq. 1, arXiv:2006.10803) on the two views."
+    def __init__(
+        self,
+        temperature: float = 0.5,  # temperature τ > 0 of the loss
+    ):
+        self.temperature = _temperature(temperature)
     def __call__(self, p: Projections) -> torch.Tensor: return nt_xent(p.z1, p.z2, self.temperature)
 
 # %% ../nbs/05_train.ipynb #8a97eff2
 @register_loss_term("suncet", loader="labeled", supervised=True)
 class SuNCEtTerm:
-    "SuNCEt (suncet.txt Eq. 2) on both views of a labeled batch."
-    def __init__(self, temperature: float = 0.5): self.temperature = _temperature(temperature)
+    "SuNCEt (SuNCEt Eq. 2, arXiv:2006.10803) on both views of a labeled batch."
+    def __init__(
+        self,
+        temperature: float = 0.5,  # temperature τ > 0 of the loss
+    ):
+        self.temperature = _temperature(temperature)
     def __call__(self, p: Projections) -> torch.Tensor:
         y = _needs_labels("suncet", p)
         return suncet(torch.cat([p.z1, p.z2]), torch.cat([y, y]), self.temperature)
@@ -97,8 +139,16 @@ class SuNCEtTerm:
 @register_loss_term("supcon", loader="labeled", supervised=True)
 class SupConTerm:
     "SupCon (Khosla et al.; L_SC of *Perfectly Balanced*) on both views, `variant` 'out' or 'in'."
-    def __init__(self, temperature: float = 0.5, variant: str = "out"):
-        self.temperature, self.variant = _temperature(temperature), check_choice("variant", variant, ["out", "in"])
+
+    def __init__(
+        self,
+        temperature: float = 0.5,  # temperature τ > 0 of the loss
+        variant: str = "out",  # `"out"` or `"in"` (see `losses.supcon`)
+    ):
+        self.temperature, self.variant = _temperature(temperature), check_choice(
+            "variant", variant, ["out", "in"]
+        )
+
     def __call__(self, p: Projections) -> torch.Tensor:
         y = _needs_labels("supcon", p)
         return supcon(torch.cat([p.z1, p.z2]), torch.cat([y, y]), self.temperature, self.variant)
@@ -107,73 +157,142 @@ class SupConTerm:
 @register_loss_term("spread", loader="labeled", supervised=True)
 class SpreadTerm:
     "L_spread (*Perfectly Balanced* Eqs. 1–3): α·L_attract + (1−α)·L_repel."
-    def __init__(self, temperature: float = 0.5, alpha: float = 0.5):
-        self.temperature, self.alpha = _temperature(temperature), float(check_range("alpha", alpha, 0, 1))
+
+    def __init__(
+        self,
+        temperature: float = 0.5,  # temperature τ > 0 of the loss
+        alpha: float = 0.5,  # weight of L_attract in [0, 1]
+    ):
+        self.temperature, self.alpha = _temperature(temperature), float(
+            check_range("alpha", alpha, 0, 1)
+        )
+
     def __call__(self, p: Projections) -> torch.Tensor:
         return spread(p.z1, p.z2, _needs_labels("spread", p), self.temperature, self.alpha)
 
 # %% ../nbs/05_train.ipynb #3246087b
 @register_loss_term("ce", loader="labeled", supervised=True)
 class CrossEntropyTerm:
-    "Cross-entropy of the model's classifier head, the mean over the two views (targets: the loader's own labels)."
+    """Cross-entropy of the model's classifier head, the mean over the two views (targets: the
+    loader's own labels)."""
+
     def __call__(self, p: Projections) -> torch.Tensor:
         _needs_labels("ce", p)
         if p.logits is None:
-            raise ValueError("loss term 'ce' needs a model with a classifier: ContrastiveModel(encoder, head, classifier)")
+            raise ValueError(
+                "loss term 'ce' needs a model with a classifier: ContrastiveModel(encoder, head,"
+                " classifier)"
+            )
         y = p.labels if p.local_labels is None else p.local_labels
-        return 0.5 * (F.cross_entropy(p.logits[0].float(), y) + F.cross_entropy(p.logits[1].float(), y))
+        return 0.5 * (
+            F.cross_entropy(p.logits[0].float(), y) + F.cross_entropy(p.logits[1].float(), y)
+        )
 
 # %% ../nbs/05_train.ipynb #d5197d54
 class LossTerm:
-    "A registered loss (`name`), weighted, on one loader, on from the start until epoch `until_epoch` (exclusive)."
-    def __init__(self, name: str,                  # a key of `LOSS_TERMS`
-                 weight: float = 1.0,              # its weight in the sum of the terms
-                 until_epoch: int | None = None,   # switched off from this 0-based epoch on (None: always on)
-                 loader: str | None = None,        # 'unlabeled' or 'labeled' (None: the loss's usual loader)
-                 **options):                       # the loss's own options (temperature, variant, alpha, …)
+    """A registered loss (`name`), weighted, on one loader, on from the start until epoch
+    `until_epoch` (exclusive)."""
+
+    def __init__(
+        self,
+        name: str,  # a key of `LOSS_TERMS`
+        weight: float = 1.0,  # its weight in the sum of the terms
+        # switched off from this 0-based epoch on (None: always on)
+        until_epoch: int | None = None,
+        # 'unlabeled' or 'labeled' (None: the loss's usual loader)
+        loader: str | None = None,
+        # the loss's own options (temperature, variant, alpha, …)
+        **options,
+    ):
         self.name = check_choice("name", name, list(LOSS_TERMS))
         cls = LOSS_TERMS[name]
         self.weight = float(check_range("weight", weight, 0))
         self.until_epoch = None if until_epoch is None else check_int("until_epoch", until_epoch, 0)
         self.loader = cls.loader if loader is None else check_choice("loader", loader, LOADERS)
         import inspect
+
         allowed = [k for k in inspect.signature(cls.__init__).parameters if k != "self"]
         unknown = sorted(set(options) - set(allowed))
         if unknown:
-            hint = (" (label correction is a hook now: fit(..., hooks=[strata.LabelCorrection(rate, from_epoch)]))"
-                    if {"noise_rate", "correct_from_epoch"} & set(unknown) else "")
-            raise ValueError(f"{unknown} {'is not an option' if len(unknown) == 1 else 'are not options'} of loss term "
-                             f"{name!r}; its options: {allowed or 'none'}{hint}")
+            hint = (
+                " (label correction is a hook now: fit(..., hooks=[strata.LabelCorrection(rate,"
+                " from_epoch)]))"
+                if {"noise_rate", "correct_from_epoch"} & set(unknown)
+                else ""
+            )
+            raise ValueError(
+                f"{unknown} {'is not an option' if len(unknown) == 1 else 'are not options'} of"
+                f" loss term {name!r}; its options: {allowed or 'none'}{hint}"
+            )
         self.loss, self.options = cls(**options), dict(options)
 
     @property
-    def supervised(self) -> bool: return self.loss.supervised
-    def active(self, epoch: int) -> bool: return self.until_epoch is None or epoch < self.until_epoch
-    def __call__(self, p: Projections) -> torch.Tensor: return self.loss(p)
-    def config(self) -> dict:
+    def supervised(self) -> bool:
+        return self.loss.supervised
+
+    def active(
+        self,
+        epoch: int,  # 0-based epoch number
+    ) -> bool:  # whether the term still contributes at `epoch`
+        "Whether the term contributes at `epoch` (before its `until_epoch`)."
+        return self.until_epoch is None or epoch < self.until_epoch
+
+    def __call__(self, p: Projections) -> torch.Tensor:
+        return self.loss(p)
+
+    def config(self) -> dict:  # name, weight, loader, until_epoch and the loss's settings
         "The term as JSON-able settings (part of a run's configuration)."
-        return {"name": self.name, "weight": self.weight, "until_epoch": self.until_epoch, "loader": self.loader, **self.options}
+        return {
+            "name": self.name,
+            "weight": self.weight,
+            "until_epoch": self.until_epoch,
+            "loader": self.loader,
+            **self.options,
+        }
+
     def __repr__(self):
         return "LossTerm(" + ", ".join(f"{k}={v!r}" for k, v in self.config().items()) + ")"
 
 # %% ../nbs/05_train.ipynb #7698400b
 class LARS(torch.optim.Optimizer):
-    "LARS with momentum; parameter groups with `lars=False` take plain momentum SGD without weight decay."
-    def __init__(self, params, lr: float, momentum: float = 0.9, weight_decay: float = 1e-6, eta: float = 1e-3):
-        check_range("lr", lr, 0); check_range("momentum", momentum, 0, 1); check_range("eta", eta, 0, low_inclusive=False)
-        super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay, eta=eta, lars=True))
+    """LARS with momentum; parameter groups with `lars=False` take plain momentum SGD without
+    weight decay."""
+
+    def __init__(
+        self,
+        params,  # parameters or parameter groups (a group with `lars=False` skips LARS)
+        lr: float,  # base learning rate
+        momentum: float = 0.9,  # momentum coefficient
+        weight_decay: float = 1e-6,  # weight decay λ of LARS groups
+        eta: float = 1e-3,  # trust coefficient η
+    ):
+        check_range("lr", lr, 0)
+        check_range("momentum", momentum, 0, 1)
+        check_range("eta", eta, 0, low_inclusive=False)
+        super().__init__(
+            params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay, eta=eta, lars=True)
+        )
 
     @torch.no_grad()
-    def step(self, closure=None):
+    def step(
+        self,
+        closure=None,  # optional callable that re-evaluates the model and returns the loss
+    ):
+        "One LARS update of every parameter (momentum SGD for groups with `lars=False`)."
         loss = closure() if closure is not None else None
         for group in self.param_groups:
             for p in group["params"]:
-                if p.grad is None: continue
+                if p.grad is None:
+                    continue
                 g = p.grad
                 if group["lars"]:
                     g = g.add(p, alpha=group["weight_decay"])
                     w_norm, g_norm = torch.linalg.vector_norm(p), torch.linalg.vector_norm(g)
-                    trust = torch.where((w_norm > 0) & (g_norm > 0), group["eta"] * w_norm / g_norm, torch.ones_like(w_norm))
+                    trust = torch.where(
+                        (w_norm > 0) & (g_norm > 0),
+                        group["eta"] * w_norm / g_norm,
+                        torch.ones_like(w_norm),
+                    )
                     g = g.mul(trust)
                 buf = self.state[p].get("momentum_buffer")
                 if buf is None:
@@ -184,12 +303,13 @@ class LARS(torch.optim.Optimizer):
         return loss
 
 # %% ../nbs/05_train.ipynb #2859e5c5
-def make_optimizer(model: nn.Module,            # its trainable parameters are optimised
-                   name: str,                   # 'sgd' (momentum SGD) or 'lars'
-                   lr: float,                   # peak learning rate
-                   momentum: float = 0.9,
-                   weight_decay: float = 1e-6,  # on weights only, never on biases and norms
-                  ):
+def make_optimizer(
+    model: nn.Module,  # its trainable parameters are optimised
+    name: str,  # 'sgd' (momentum SGD) or 'lars'
+    lr: float,  # peak learning rate
+    momentum: float = 0.9,  # momentum coefficient (SGD and LARS)
+    weight_decay: float = 1e-6,  # on weights only, never on biases and norms
+):
     "`'sgd'` or `'lars'`, with biases and norms (1-D parameters) excluded from weight decay."
     check_choice("optimizer", name, ["sgd", "lars"])
     decay = [p for p in model.parameters() if p.requires_grad and p.ndim > 1]
@@ -201,31 +321,43 @@ def make_optimizer(model: nn.Module,            # its trainable parameters are o
     return torch.optim.SGD(groups, lr=lr, momentum=momentum)
 
 # %% ../nbs/05_train.ipynb #52480510
-def warmup_cosine(total_steps: int,           # updates in the whole run
-                  warmup_steps: int = 0,      # updates of linear warm-up
-                 ) -> Callable[[int], float]:
-    "LR multiplier: linear from 1/warmup to 1 over `warmup_steps`, then cosine to 0 at `total_steps`."
-    check_int("total_steps", total_steps, 1); check_int("warmup_steps", warmup_steps, 0)
+def warmup_cosine(
+    total_steps: int,  # updates in the whole run
+    warmup_steps: int = 0,  # updates of linear warm-up
+) -> Callable[[int], float]:  # update index → learning-rate multiplier (for `LambdaLR`)
+    """LR multiplier: linear from 1/warmup to 1 over `warmup_steps`, then cosine to 0 at
+    `total_steps`."""
+    check_int("total_steps", total_steps, 1)
+    check_int("warmup_steps", warmup_steps, 0)
+
     def f(step: int) -> float:
         if step < warmup_steps:
             return (step + 1) / warmup_steps
         progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)
         return 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
     return f
 
 # %% ../nbs/05_train.ipynb #9a21a671
 CHECKPOINT_FORMAT = 3
 
+
 def _rng_state() -> dict:
-    st = {"torch": torch.get_rng_state(), "numpy": list(np.random.get_state()), "python": random.getstate()}
+    st = {
+        "torch": torch.get_rng_state(),
+        "numpy": list(np.random.get_state()),
+        "python": random.getstate(),
+    }
     st["numpy"][1] = torch.from_numpy(st["numpy"][1].astype(np.int64))
     if torch.cuda.is_available():
         st["cuda"] = torch.cuda.get_rng_state_all()
     return st
 
+
 def _set_rng_state(st: dict):
     torch.set_rng_state(st["torch"])
-    n = list(st["numpy"]); n[1] = n[1].numpy().astype(np.uint32)
+    n = list(st["numpy"])
+    n[1] = n[1].numpy().astype(np.uint32)
     np.random.set_state(tuple(n))
     py = st["python"]
     random.setstate((py[0], tuple(py[1]), py[2]))
@@ -235,80 +367,133 @@ def _set_rng_state(st: dict):
 # %% ../nbs/05_train.ipynb #d141552c
 @dataclass
 class TrainState:
-    "The resumable state of a run; `state_dict()` is the checkpoint, `load_state_dict()` restores it (this rank's part)."
-    model: nn.Module
-    optimizer: torch.optim.Optimizer
-    scheduler: object
-    scaler: object
-    config: dict                                   # `run_config`: what decides the trajectory
-    data: dict                                     # dataset fingerprints by loader name
-    rank: int = 0
-    epoch: int = 0                                 # the epoch being trained (0-based); = epochs done at a boundary
-    step: int = 0                                  # updates done within `epoch`
-    updates: int = 0                               # updates done in all
-    labeled_batches: int = 0                       # batches the labeled loader has handed out
-    sums: dict = field(default_factory=dict)       # per-term loss sums of the current epoch
-    history: list = field(default_factory=list)    # one record per finished epoch
+    """The resumable state of a run; `state_dict()` is the checkpoint, `load_state_dict()` restores
+    it (this rank's part)."""
+
+    model: nn.Module  # the network being trained
+    optimizer: torch.optim.Optimizer  # its optimizer
+    scheduler: object  # learning-rate scheduler (or None)
+    scaler: object  # AMP gradient scaler (or None)
+    config: dict  # `run_config`: what decides the trajectory
+    data: dict  # dataset fingerprints by loader name
+    rank: int = 0  # this process's rank
+    # the epoch being trained (0-based); = epochs done at a boundary
+    epoch: int = 0
+    step: int = 0  # updates done within `epoch`
+    updates: int = 0  # updates done in all
+    labeled_batches: int = 0  # batches the labeled loader has handed out
+    sums: dict = field(default_factory=dict)  # per-term loss sums of the current epoch
+    history: list = field(default_factory=list)  # one record per finished epoch
+    # per-update losses and batch digests since the last checkpoint
     step_log: dict = field(default_factory=lambda: {"loss": [], "ids": []})
+    # FLOPs spent so far, per term and loader
     ledger: FlopLedger = field(default_factory=FlopLedger)
 
     serialized = ("epoch", "step", "updates", "labeled_batches", "sums", "history")
 
-    def state_dict(self) -> dict:
-        "This rank's state as a checkpoint (`rng` and the batch digests as lists of one, for `Checkpointer` to gather)."
-        return {"format": CHECKPOINT_FORMAT, "config": self.config, "config_sha256": config_sha256(self.config),
-                "data": self.data, "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "scheduler": self.scheduler.state_dict(), "scaler": self.scaler.state_dict(),
-                **{k: getattr(self, k) for k in self.serialized}, "ledger": self.ledger.state_dict(),
-                "step_log": {"loss": list(self.step_log["loss"]), "ids": [list(self.step_log["ids"])]},
-                "rng": [_rng_state()]}
+    def state_dict(self) -> dict:  # this rank's checkpoint: counters, model, optimizer, RNG
+        """This rank's state as a checkpoint (`rng` and the batch digests as lists of one, for
+        `Checkpointer` to gather)."""
+        return {
+            "format": CHECKPOINT_FORMAT,
+            "config": self.config,
+            "config_sha256": config_sha256(self.config),
+            "data": self.data,
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "scaler": self.scaler.state_dict(),
+            **{k: getattr(self, k) for k in self.serialized},
+            "ledger": self.ledger.state_dict(),
+            "step_log": {"loss": list(self.step_log["loss"]), "ids": [list(self.step_log["ids"])]},
+            "rng": [_rng_state()],
+        }
 
-    def load_state_dict(self, sd: dict):
-        "Restore everything from a checkpoint written by a run with the same world size (this rank's RNG and digests)."
-        self.model.load_state_dict(sd["model"]); self.optimizer.load_state_dict(sd["optimizer"])
-        self.scheduler.load_state_dict(sd["scheduler"]); self.scaler.load_state_dict(sd["scaler"])
+    def load_state_dict(
+        self,
+        sd: dict,  # a checkpoint dict, as `state_dict()` wrote it
+    ):
+        """Restore everything from a checkpoint written by a run with the same world size (this
+        rank's RNG and digests)."""
+        self.model.load_state_dict(sd["model"])
+        self.optimizer.load_state_dict(sd["optimizer"])
+        self.scheduler.load_state_dict(sd["scheduler"])
+        self.scaler.load_state_dict(sd["scaler"])
         for k in self.serialized:
             v = sd[k]
-            setattr(self, k, list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v)
+            setattr(
+                self, k, list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v
+            )
         self.ledger.load_state_dict(sd["ledger"])
-        self.step_log = {"loss": list(sd["step_log"]["loss"]), "ids": list(sd["step_log"]["ids"][self.rank])}
+        self.step_log = {
+            "loss": list(sd["step_log"]["loss"]),
+            "ids": list(sd["step_log"]["ids"][self.rank]),
+        }
         _set_rng_state(sd["rng"][self.rank])
 
-    def log_update(self, loss: float, ids: dict):
+    def log_update(
+        self,
+        loss: float,  # this update's total loss
+        ids: dict,  # loader name → item ids of its batch
+    ):
         "Count one update: its total loss and a digest of the item ids of each loader's batch."
-        self.updates += 1; self.step += 1
+        self.updates += 1
+        self.step += 1
         self.step_log["loss"].append(float(loss))
-        self.step_log["ids"].append(hashlib.blake2b(b"|".join(v.numpy().astype(np.int64).tobytes() for v in ids.values()),
-                                                   digest_size=8).hexdigest())
+        self.step_log["ids"].append(
+            hashlib.blake2b(
+                b"|".join(v.numpy().astype(np.int64).tobytes() for v in ids.values()), digest_size=8
+            ).hexdigest()
+        )
 
 # %% ../nbs/05_train.ipynb #a623582b
 class CheckpointError(RuntimeError):
-    "A checkpoint that cannot be trusted (missing, truncated, corrupt, not matching its checksum, or stale)."
+    """A checkpoint that cannot be trusted (missing, truncated, corrupt, not matching its checksum,
+    or stale)."""
+
 
 class NonFiniteError(RuntimeError):
-    "A non-finite loss, gradient or input stopped training; `.update`, `.batch_ids` and `.term` say where."
-    def __init__(self, msg: str, update: int | None = None, batch_ids: dict | None = None, term: str | None = None):
+    """A non-finite loss, gradient or input stopped training; `.update`, `.batch_ids` and `.term`
+    say where."""
+
+    def __init__(
+        self,
+        msg: str,
+        update: int | None = None,
+        batch_ids: dict | None = None,
+        term: str | None = None,
+    ):
         super().__init__(msg)
         self.update, self.batch_ids, self.term = update, batch_ids or {}, term
 
+
 class Preempted(RuntimeError):
-    "Training stopped on a signal (SIGTERM/SIGUSR1) after writing a checkpoint; calling `fit` again resumes it."
+    """Training stopped on a signal (SIGTERM/SIGUSR1) after writing a checkpoint; calling `fit`
+    again resumes it."""
+
     def __init__(self, msg: str, update: int, signal_name: str, checkpoint: Path | None):
         super().__init__(msg)
         self.update, self.signal_name, self.checkpoint = update, signal_name, checkpoint
 
 # %% ../nbs/05_train.ipynb #d788f486
 def _read_meta(path: Path) -> dict | None:
-    "A sidecar or `latest.json` as a dict with a checkpoint name and checksum; None when missing or garbage."
+    """A sidecar or `latest.json` as a dict with a checkpoint name and checksum; None when missing
+    or garbage."""
     try:
         meta = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, UnicodeDecodeError):
         return None
-    ok = isinstance(meta, dict) and isinstance(meta.get("path"), str) and isinstance(meta.get("sha256"), str)
+    ok = (
+        isinstance(meta, dict)
+        and isinstance(meta.get("path"), str)
+        and isinstance(meta.get("sha256"), str)
+    )
     return meta if ok and "/" not in meta["path"] else None
 
+
 def _verified(ckpt_dir: Path) -> list:
-    "`(path, sha256)` of the checkpoints whose sidecar is readable and whose file's bytes match it, newest first."
+    """`(path, sha256)` of the checkpoints whose sidecar is readable and whose file's bytes match
+    it, newest first."""
     out = []
     for p in sorted(ckpt_dir.glob("ckpt-*.pt"), reverse=True):
         meta = _read_meta(p.with_suffix(".json"))
@@ -317,24 +502,37 @@ def _verified(ckpt_dir: Path) -> list:
     return out
 
 # %% ../nbs/05_train.ipynb #7aea874d
-def save_checkpoint(state: dict,     # a checkpoint: `TrainState.state_dict()`, gathered across ranks
-                    ckpt_dir,        # the run's checkpoint folder
-                    updates: int,    # the update it was taken after (names the file)
-                    keep: int = 2,   # verified checkpoints kept (older ones are deleted)
-                   ) -> Path:
-    "Write `state` as `ckpt_dir/ckpt-<updates>.pt` atomically, its checksum beside it, then point `latest.json` at it."
+def save_checkpoint(
+    state: dict,  # a checkpoint: `TrainState.state_dict()`, gathered across ranks
+    ckpt_dir,  # the run's checkpoint folder
+    updates: int,  # the update it was taken after (names the file)
+    keep: int = 2,  # verified checkpoints kept (older ones are deleted)
+) -> Path:  # the written `ckpt-<updates>.pt`
+    """Write `state` as `ckpt_dir/ckpt-<updates>.pt` atomically, its checksum beside it, then point
+    `latest.json` at it."""
     ckpt_dir = Path(ckpt_dir)
     check_int("keep", keep, 1)
-    buf = io.BytesIO(); torch.save(state, buf)
+    buf = io.BytesIO()
+    torch.save(state, buf)
     data = buf.getvalue()
     path = atomic_write_bytes(ckpt_dir / f"ckpt-{updates:09d}.pt", data)
-    meta = {"path": path.name, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data), "updates": updates,
-            "epoch": state.get("epoch"), "step": state.get("step"), "format": state.get("format")}
+    meta = {
+        "path": path.name,
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "bytes": len(data),
+        "updates": updates,
+        "epoch": state.get("epoch"),
+        "step": state.get("step"),
+        "format": state.get("format"),
+    }
     atomic_write_json(path.with_suffix(".json"), meta)
     atomic_write_json(ckpt_dir / "latest.json", meta)
-    for old, _ in [v for v in _verified(ckpt_dir) if v[0] != path][keep - 1:]:
-        old.unlink(missing_ok=True); old.with_suffix(".json").unlink(missing_ok=True)   # a kill between leaves a
-    return path                                                                        # sidecar alone: harmless
+    for old, _ in [v for v in _verified(ckpt_dir) if v[0] != path][keep - 1 :]:
+        # a kill between leaves a
+        old.unlink(missing_ok=True)
+        old.with_suffix(".json").unlink(missing_ok=True)
+    # sidecar alone: harmless
+    return path
 
 # %% ../nbs/05_train.ipynb #1fd3ce24
 def _verified_load(path: Path, sha256: str, map_location):
@@ -342,22 +540,30 @@ def _verified_load(path: Path, sha256: str, map_location):
         raise CheckpointError(f"checkpoint {path} does not exist")
     digest = file_sha256(path)
     if digest != sha256:
-        raise CheckpointError(f"checkpoint {path} does not match its checksum (recorded {sha256[:12]}…, "
-                              f"file {digest[:12]}…): it is truncated or corrupt; refusing to load it")
+        raise CheckpointError(
+            f"checkpoint {path} does not match its checksum (recorded {sha256[:12]}…, "
+            f"file {digest[:12]}…): it is truncated or corrupt; refusing to load it"
+        )
     try:
         return torch.load(path, map_location=map_location, weights_only=True)
     except Exception as e:
-        raise CheckpointError(f"checkpoint {path} could not be loaded safely ({type(e).__name__}: {e})") from None
+        raise CheckpointError(
+            f"checkpoint {path} could not be loaded safely ({type(e).__name__}: {e})"
+        ) from None
 
-def load_checkpoint(ckpt_dir,                # the run's checkpoint folder
-                    map_location="cpu",
-                    fallback: bool = False,  # on a bad newest checkpoint, warn and take the newest that verifies
-                   ) -> dict | None:
-    """The state `latest.json` points at, verified against its checksum; None when the folder holds no checkpoint.
 
-    A checkpoint that fails verification raises `CheckpointError` naming the file; with `fallback=True` a warning
-    is given instead and the newest older checkpoint whose own checksum verifies is returned. Checkpoint files that
-    nothing can verify (no readable `latest.json` or sidecar) raise `CheckpointError` naming them."""
+def load_checkpoint(
+    ckpt_dir,  # the run's checkpoint folder
+    map_location="cpu",  # where tensors are loaded (`torch.load`'s `map_location`)
+    fallback: bool = False,  # on a bad newest checkpoint, warn and take the newest that verifies
+) -> dict | None:  # the checkpoint dict, or None
+    """The state `latest.json` points at, verified against its checksum; None when the folder holds
+    no checkpoint.
+
+    A checkpoint that fails verification raises `CheckpointError` naming the file; with
+    `fallback=True` a warning is given instead and the newest older checkpoint whose own
+    checksum verifies is returned. Checkpoint files that nothing can verify (no readable
+    `latest.json` or sidecar) raise `CheckpointError` naming them."""
     ckpt_dir = Path(ckpt_dir)
     files = sorted(ckpt_dir.glob("ckpt-*.pt"), reverse=True)
     latest = ckpt_dir / "latest.json"
@@ -369,7 +575,9 @@ def load_checkpoint(ckpt_dir,                # the run's checkpoint folder
         candidates.append((ckpt_dir / meta["path"], meta["sha256"]))
     elif latest.exists():
         if not fallback:
-            raise CheckpointError(f"{latest} is not a readable checkpoint pointer (garbage or truncated JSON)")
+            raise CheckpointError(
+                f"{latest} is not a readable checkpoint pointer (garbage or truncated JSON)"
+            )
         errors.append(f"{latest} is unreadable")
     elif fallback and files:
         warnings.warn(f"{latest} is missing; looking for the newest checkpoint that verifies")
@@ -378,60 +586,89 @@ def load_checkpoint(ckpt_dir,                # the run's checkpoint folder
         if side is not None and side["path"] == p.name and all(p != c for c, _ in candidates):
             candidates.append((p, side["sha256"]))
     if not candidates:
-        raise CheckpointError(f"{ckpt_dir} holds checkpoint file(s) that nothing can verify (no readable latest.json "
-                              f"or sidecar): {[p.name for p in files[:5]]}; refusing to load or to start over beside "
-                              f"them — restore their .json sidecars, or move them away to start a new run")
+        raise CheckpointError(
+            f"{ckpt_dir} holds checkpoint file(s) that nothing can verify (no readable latest.json "
+            f"or sidecar): {[p.name for p in files[:5]]}; refusing to load or to start over beside "
+            "them — restore their .json sidecars, or move them away to start a new run"
+        )
     for path, sha in candidates:
         try:
             state = _verified_load(path, sha, map_location)
         except CheckpointError as e:
-            if not fallback: raise
-            errors.append(str(e)); continue
+            if not fallback:
+                raise
+            errors.append(str(e))
+            continue
         if errors:
-            warnings.warn("skipped checkpoint(s) that failed verification: " + " | ".join(errors) + f"; resuming from {path}")
+            warnings.warn(
+                "skipped checkpoint(s) that failed verification: "
+                + " | ".join(errors)
+                + f"; resuming from {path}"
+            )
         return state
     raise CheckpointError("no checkpoint in " + str(ckpt_dir) + " verifies: " + " | ".join(errors))
 
 # %% ../nbs/05_train.ipynb #ca34061c
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
+
 def _value_text(v) -> str:
-    "A value as text that is the same in every process (no memory addresses; long texts and tensors as digests)."
+    """A value as text that is the same in every process (no memory addresses; long texts and
+    tensors as digests)."""
     if isinstance(v, torch.Tensor):
         v = v.detach().cpu()
-        return f"tensor{tuple(v.shape)}:{v.dtype}:{hashlib.sha256(v.contiguous().numpy().tobytes()).hexdigest()[:12]}"
+        digest = hashlib.sha256(v.contiguous().numpy().tobytes()).hexdigest()[:12]
+        return f"tensor{tuple(v.shape)}:{v.dtype}:{digest}"
     if callable(v) and not isinstance(v, type):
         return describe_callable(v)
     s = _ADDRESS.sub("", repr(v))
-    return s if len(s) <= 200 else f"{s[:80]}…(sha256 {hashlib.sha256(s.encode()).hexdigest()[:12]})"
+    return (
+        s if len(s) <= 200 else f"{s[:80]}…(sha256 {hashlib.sha256(s.encode()).hexdigest()[:12]})"
+    )
 
-def describe_callable(f) -> str | None:
-    """What a callable (the views, a dataset's transform) computes, as text that changes when its settings do.
 
-    A module or an object with its own `repr` gives that repr; a `functools.partial` its function and arguments; a
-    function its name, a digest of its code and its defaults and closure values; any other object its class and
-    attributes. Memory addresses are dropped, so the text is the same in a new process."""
+def describe_callable(
+    f,  # a callable: module, object, partial or function
+) -> str | None:  # its description, or None when it has none
+    """What a callable (the views, a dataset's transform) computes, as text that changes when its
+    settings do.
+
+    A module or an object with its own `repr` gives that repr; a `functools.partial` its
+    function and arguments; a function its name, a digest of its code and its defaults and
+    closure values; any other object its class and attributes. Memory addresses are dropped, so
+    the text is the same in a new process."""
     import functools, inspect
+
     if f is None:
         return None
     if isinstance(f, functools.partial):
-        return (f"partial({describe_callable(f.func)}, {', '.join(map(_value_text, f.args))}"
-                f"{''.join(f', {k}={_value_text(v)}' for k, v in sorted(f.keywords.items()))})")
+        return (
+            f"partial({describe_callable(f.func)}, {', '.join(map(_value_text, f.args))}"
+            f"{''.join(f', {k}={_value_text(v)}' for k, v in sorted(f.keywords.items()))})"
+        )
     if inspect.ismethod(f):
         return f"{describe_callable(f.__func__)} of {_value_text(f.__self__)}"
     if inspect.isfunction(f):
         c = f.__code__
         code = hashlib.sha256(c.co_code + repr((c.co_consts, c.co_names)).encode()).hexdigest()[:12]
-        bound = [_value_text(cell.cell_contents) for cell in (f.__closure__ or ())]
-        return f"{f.__qualname__}(code {code}, defaults={_value_text(f.__defaults__)}, closure=[{', '.join(bound)}])"
+        bound = [_value_text(cell.cell_contents) for cell in f.__closure__ or ()]
+        return (
+            f"{f.__qualname__}(code {code}, defaults={_value_text(f.__defaults__)},"
+            f" closure=[{', '.join(bound)}])"
+        )
     if isinstance(f, nn.Module) or type(f).__repr__ is not object.__repr__:
         return _ADDRESS.sub("", repr(f))
     attrs = sorted(vars(f).items()) if hasattr(f, "__dict__") else []
     return f"{type(f).__qualname__}({', '.join(f'{k}={_value_text(v)}' for k, v in attrs)})"
 
-def model_structure(model: nn.Module) -> dict:
-    "The module tree: submodule name ('' for the model) → its class and settings (`ReLU()`, `Dropout(p=0.5, …)`)."
+
+def model_structure(
+    model: nn.Module,  # the network
+) -> dict:  # submodule name → its class and settings
+    """The module tree: submodule name ('' for the model) → its class and settings (`ReLU()`,
+    `Dropout(p=0.5, …)`)."""
     return {name: f"{type(m).__qualname__}({m.extra_repr()})" for name, m in model.named_modules()}
+
 
 def _dataset_transform(ds):
     "The `transform` of a dataset, looking through wrappers such as `torch.utils.data.Subset`."
@@ -439,80 +676,153 @@ def _dataset_transform(ds):
         ds = ds.dataset
     return getattr(ds, "transform", None)
 
-def run_config(model: nn.Module, terms: list, views, labeled_sampler=None, world_size: int = 1,
-               datasets: dict | None = None,   # loader name → dataset: their transforms are part of the trajectory
-               **hyper) -> dict:
-    """The settings that decide a run's trajectory (JSON-able); `hyper` holds fit's scalar hyper-parameters.
 
-    The model enters by its module tree with every module's settings (an activation or a dropout rate that changed
-    at the same shapes is a change), the views and the datasets' transforms by `describe_callable`."""
+def run_config(
+    model: nn.Module,  # the network (enters by its module tree)
+    terms: list,  # the `LossTerm`s of the run
+    views,  # the two-view callable
+    labeled_sampler=None,  # the labeled loader's batch sampler, or None
+    world_size: int = 1,  # number of processes
+    # loader name → dataset: their transforms are part of the trajectory
+    datasets: dict | None = None,
+    **hyper,  # `fit`'s scalar hyper-parameters (lr, batch size, …)
+) -> dict:  # JSON-able configuration
+    """The settings that decide a run's trajectory (JSON-able); `hyper` holds fit's scalar
+    hyper-parameters.
+
+    The model enters by its module tree with every module's settings (an activation or a dropout
+    rate that changed at the same shapes is a change), the views and the datasets' transforms by
+    `describe_callable`."""
     samp = None
     if labeled_sampler is not None:
         st = labeled_sampler.state_dict() if hasattr(labeled_sampler, "state_dict") else {}
-        samp = {"type": type(labeled_sampler).__qualname__, "batches": len(labeled_sampler),
-                **{k: v for k, v in st.items() if k not in ("epoch", "position")}}
-    return {"model": type(model).__qualname__, "parameters": {k: list(v.shape) for k, v in model.state_dict().items()},
-            "modules": model_structure(model), "terms": [t.config() for t in terms], "views": describe_callable(views),
-            "transforms": {k: describe_callable(_dataset_transform(ds)) for k, ds in (datasets or {}).items()},
-            "labeled_sampler": samp, "world_size": world_size, **hyper}
+        samp = {
+            "type": type(labeled_sampler).__qualname__,
+            "batches": len(labeled_sampler),
+            **{k: v for k, v in st.items() if k not in ("epoch", "position")},
+        }
+    return {
+        "model": type(model).__qualname__,
+        "parameters": {k: list(v.shape) for k, v in model.state_dict().items()},
+        "modules": model_structure(model),
+        "terms": [t.config() for t in terms],
+        "views": describe_callable(views),
+        "transforms": {
+            k: describe_callable(_dataset_transform(ds)) for k, ds in (datasets or {}).items()
+        },
+        "labeled_sampler": samp,
+        "world_size": world_size,
+        **hyper,
+    }
 
-def config_sha256(config: dict) -> str:
+
+def config_sha256(
+    config: dict,  # a JSON-able configuration
+) -> str:  # 64 hex digits
     "SHA-256 of a configuration's canonical JSON."
     return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()
 
+
 def _config_changes(old, new, at: str = "") -> list:
-    "Each setting that differs, as 'where: old -> new' (mappings compared key by key, so the change is named)."
+    """Each setting that differs, as 'where: old -> new' (mappings compared key by key, so the
+    change is named)."""
     if isinstance(old, dict) and isinstance(new, dict):
-        return [c for k in sorted(set(old) | set(new), key=str)
-                for c in _config_changes(old.get(k), new.get(k), f"{at}[{k!r}]" if at else str(k))]
+        return [
+            c
+            for k in sorted(set(old) | set(new), key=str)
+            for c in _config_changes(old.get(k), new.get(k), f"{at}[{k!r}]" if at else str(k))
+        ]
     if old == new:
         return []
-    if isinstance(old, str) and isinstance(new, str) and max(len(old), len(new)) > 60:    # show where they part
+    # show where they part
+    if isinstance(old, str) and isinstance(new, str) and max(len(old), len(new)) > 60:
         i = next((k for k, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
-        cut = lambda v: ("…" if i > 20 else "") + json.dumps(v[max(0, i - 20):i + 40])[1:-1] + ("…" if len(v) > i + 40 else "")
+        cut = (
+            lambda v: ("…" if i > 20 else "")
+            + json.dumps(v[max(0, i - 20) : i + 40])[1:-1]
+            + ("…" if len(v) > i + 40 else "")
+        )
         return [f"{at}: {cut(old)} -> {cut(new)}"]
     short = lambda v: (s if len(s := json.dumps(v, default=str)) <= 60 else s[:57] + "...")
     return [f"{at}: {short(old)} -> {short(new)}"]
 
-CHECKPOINT_KEYS = ("format", "config", "config_sha256", "data", "model", "optimizer", "scheduler", "scaler",
-                   *TrainState.serialized, "ledger", "step_log", "rng")
 
-def _check_resumable(state: dict, ckpt_dir, config: dict, data: dict, world: int, allow_data_change=False):
-    "Refuse a checkpoint of another format, configuration, dataset (unless allowed) or world size, saying which."
+CHECKPOINT_KEYS = (
+    "format",
+    "config",
+    "config_sha256",
+    "data",
+    "model",
+    "optimizer",
+    "scheduler",
+    "scaler",
+    *TrainState.serialized,
+    "ledger",
+    "step_log",
+    "rng",
+)
+
+
+def _check_resumable(
+    state: dict, ckpt_dir, config: dict, data: dict, world: int, allow_data_change=False
+):
+    """Refuse a checkpoint of another format, configuration, dataset (unless allowed) or world
+    size, saying which."""
     if state.get("format") != CHECKPOINT_FORMAT:
-        raise CheckpointError(f"the checkpoint in {ckpt_dir} has format {state.get('format')!r}; this version of "
-                              f"contrastive_nb reads format {CHECKPOINT_FORMAT}: start a new run folder")
+        raise CheckpointError(
+            f"the checkpoint in {ckpt_dir} has format {state.get('format')!r}; this version of "
+            f"contrastive_nb reads format {CHECKPOINT_FORMAT}: start a new run folder"
+        )
     missing = [k for k in CHECKPOINT_KEYS if k not in state]
-    if missing or not isinstance(state.get("step_log"), dict) or {"loss", "ids"} - set(state["step_log"]):
-        raise CheckpointError(f"the checkpoint in {ckpt_dir} verifies but lacks {missing or ['step_log/loss', 'step_log/ids']}"
-                              "; it was not written by `fit`: start a new run folder")
+    if (
+        missing
+        or not isinstance(state.get("step_log"), dict)
+        or {"loss", "ids"} - set(state["step_log"])
+    ):
+        raise CheckpointError(
+            f"the checkpoint in {ckpt_dir} verifies but lacks"
+            f" {missing or ['step_log/loss', 'step_log/ids']}; it was not written by `fit`: start a"
+            " new run folder"
+        )
     if state["config_sha256"] != config_sha256(config):
-        raise CheckpointError(f"refusing to resume from {ckpt_dir}: the run's configuration changed ("
-                              + "; ".join(_config_changes(state["config"], config)) + "). Use a new run folder, "
-                              "or restore the settings")
+        raise CheckpointError(
+            f"refusing to resume from {ckpt_dir}: the run's configuration changed ("
+            + "; ".join(_config_changes(state["config"], config))
+            + "). Use a new run folder, or restore the settings"
+        )
     allowed = set(data) if allow_data_change is True else set(allow_data_change or ())
     for name, fp in data.items():
         if state["data"].get(name) != fp:
-            what = (f"the `{name}` dataset differs from the one the checkpoint was trained on (fingerprint "
-                    f"{str(state['data'].get(name))[:12]}… vs {str(fp)[:12]}…)")
+            what = (
+                f"the `{name}` dataset differs from the one the checkpoint was trained on"
+                f" (fingerprint {str(state['data'].get(name))[:12]}… vs {str(fp)[:12]}…)"
+            )
             if name not in allowed:
-                raise CheckpointError(f"refusing to resume from {ckpt_dir}: {what}; if the change is intended, pass "
-                                      f"allow_data_change=True (or {{'{name}'}}) to fit")
+                raise CheckpointError(
+                    f"refusing to resume from {ckpt_dir}: {what}; if the change is intended, pass "
+                    f"allow_data_change=True (or {{'{name}'}}) to fit"
+                )
             warnings.warn(f"resuming from {ckpt_dir} although {what}, as allow_data_change asks")
     if len(state["rng"]) != world:
-        raise CheckpointError(f"the checkpoint in {ckpt_dir} was written by {len(state['rng'])} rank(s); this run has {world}")
+        raise CheckpointError(
+            f"the checkpoint in {ckpt_dir} was written by {len(state['rng'])} rank(s); this run has"
+            f" {world}"
+        )
 
 # %% ../nbs/05_train.ipynb #3c942e19
-def remove_interrupted_writes(ckpt_dir,          # a run's checkpoint folder
-                              config_sha: str,   # the run's `config_sha256`: only its own files are touched
-                             ) -> list:          # the paths removed
-    """Delete what an interrupted checkpoint write or retention left: this run's `ckpt-<u>.pt` that no sidecar or
-    `latest.json` vouches for, and sidecars whose checkpoint is gone.
+def remove_interrupted_writes(
+    ckpt_dir,  # a run's checkpoint folder
+    # the run's `config_sha256`: only its own files are touched
+    config_sha: str,
+) -> list:  # the paths removed
+    """Delete what an interrupted checkpoint write or retention left: this run's `ckpt-<u>.pt` that
+    no sidecar or `latest.json` vouches for, and sidecars whose checkpoint is gone.
 
-    A `.pt` counts as this run's own only when it loads safely as a checkpoint of this configuration taken after
-    update `u`; it is removed when the folder holds a vouched checkpoint beside it, or when it is the folder's only
-    checkpoint and nothing else was ever recorded (a first checkpoint killed before its checksum was written, or a
-    disk with room for the `.pt` alone). Anything else — copies under other numbers, another run's files, several
+    A `.pt` counts as this run's own only when it loads safely as a checkpoint of this
+    configuration taken after update `u`; it is removed when the folder holds a vouched
+    checkpoint beside it, or when it is the folder's only checkpoint and nothing else was ever
+    recorded (a first checkpoint killed before its checksum was written, or a disk with room for
+    the `.pt` alone). Anything else — copies under other numbers, another run's files, several
     unvouched checkpoints — stays, and `load_checkpoint` names it."""
     ckpt_dir = Path(ckpt_dir)
     if not ckpt_dir.is_dir():
@@ -520,11 +830,16 @@ def remove_interrupted_writes(ckpt_dir,          # a run's checkpoint folder
     removed = []
     for side in sorted(ckpt_dir.glob("ckpt-*.json")):
         if not side.with_suffix(".pt").exists():
-            side.unlink(missing_ok=True); removed.append(side)
+            side.unlink(missing_ok=True)
+            removed.append(side)
     files = sorted(ckpt_dir.glob("ckpt-*.pt"))
     latest = _read_meta(ckpt_dir / "latest.json")
     vouched = {latest["path"]} if latest is not None else set()
-    vouched |= {p.name for p in files if (m := _read_meta(p.with_suffix(".json"))) is not None and m["path"] == p.name}
+    vouched |= {
+        p.name
+        for p in files
+        if (m := _read_meta(p.with_suffix(".json"))) is not None and m["path"] == p.name
+    }
     unvouched = [p for p in files if p.name not in vouched]
     first = not vouched and len(files) == 1 and not (ckpt_dir / "latest.json").exists()
     if not unvouched or not (vouched or first):
@@ -533,94 +848,157 @@ def remove_interrupted_writes(ckpt_dir,          # a run's checkpoint folder
         try:
             st = torch.load(p, map_location="cpu", weights_only=True)
         except Exception:
-            continue                                   # unreadable: not provably this run's; load_checkpoint names it
+            # unreadable: not provably this run's; load_checkpoint names it
+            continue
         u = re.fullmatch(r"ckpt-(\d+)\.pt", p.name)
-        if isinstance(st, dict) and st.get("config_sha256") == config_sha and u and st.get("updates") == int(u[1]):
-            p.unlink(missing_ok=True); removed.append(p)
+        if (
+            isinstance(st, dict)
+            and st.get("config_sha256") == config_sha
+            and u
+            and st.get("updates") == int(u[1])
+        ):
+            p.unlink(missing_ok=True)
+            removed.append(p)
     return removed
 
 # %% ../nbs/05_train.ipynb #9363dd0d
 class Checkpointer:
-    "Save, publish atomically, verify, fall back and refuse for one run folder (`run_dir/checkpoints`)."
-    def __init__(self, run_dir,                   # the run folder (None: no checkpoints)
-                 every: int | None = None,       # also checkpoint inside epochs every this many updates
-                 keep: int = 2,                  # verified checkpoints kept
-                 world: int = 1, rank: int = 0,
-                 allow_data_change=False):       # True, or loader names: resume although these datasets changed
+    """Save, publish atomically, verify, fall back and refuse for one run folder
+    (`run_dir/checkpoints`)."""
+
+    def __init__(
+        self,  # the run folder (None: no checkpoints)
+        run_dir,  # the run folder (None: no checkpoints)
+        every: int | None = None,  # also checkpoint inside epochs every this many updates
+        keep: int = 2,  # verified checkpoints kept
+        world: int = 1,  # number of processes
+        rank: int = 0,  # this process's rank
+        allow_data_change=False,  # True, or loader names: resume although these datasets changed
+    ):
         self.folder = Path(run_dir) / "checkpoints" if run_dir is not None else None
         self.every = None if every is None else check_int("checkpoint_every", every, 1)
         self.keep, self.world, self.rank = check_int("keep_checkpoints", keep, 1), world, rank
         if not (isinstance(allow_data_change, bool) or set(allow_data_change) <= set(LOADERS)):
-            raise ValueError(f"`allow_data_change` must be True, False or a set of {LOADERS}; got {allow_data_change!r}")
+            raise ValueError(
+                f"`allow_data_change` must be True, False or a set of {LOADERS}; got"
+                f" {allow_data_change!r}"
+            )
         self.allow_data_change = allow_data_change
 
-    def resume(self, state: TrainState) -> bool:
-        "Load the newest checkpoint that verifies into `state` (refusing a stale one); False when there is none."
+    def resume(
+        self,
+        state: TrainState,  # the fresh state to restore into
+    ) -> bool:  # True when a checkpoint was loaded
+        """Load the newest checkpoint that verifies into `state` (refusing a stale one); False when
+        there is none."""
         if self.folder is None:
             return False
         if self.rank == 0 and self.folder.exists():
-            for tmp in self.folder.glob(".*.tmp"):     # left by a process killed while writing
+            for tmp in self.folder.glob(".*.tmp"):  # left by a process killed while writing
                 tmp.unlink(missing_ok=True)
-            cut = [p.name for p in remove_interrupted_writes(self.folder, config_sha256(state.config)) if p.suffix == ".pt"]
+            cut = [
+                p.name
+                for p in remove_interrupted_writes(self.folder, config_sha256(state.config))
+                if p.suffix == ".pt"
+            ]
             if cut:
-                warnings.warn(f"removed {cut} from {self.folder}: checkpoint(s) of this run whose write was cut short "
-                              "before their checksum was recorded" + ("" if any(self.folder.glob("ckpt-*.pt")) else
-                                                                      "; the run starts again from update 0"))
+                warnings.warn(
+                    f"removed {cut} from {self.folder}: checkpoint(s) of this run whose write was"
+                    " cut short before their checksum was recorded"
+                    + (
+                        ""
+                        if any(self.folder.glob("ckpt-*.pt"))
+                        else "; the run starts again from update 0"
+                    )
+                )
         if self.world > 1:
-            dist.barrier()                             # every rank reads the folder as rank 0 left it
+            # every rank reads the folder as rank 0 left it
+            dist.barrier()
         sd = load_checkpoint(self.folder, fallback=True)
         if sd is None:
             return False
-        _check_resumable(sd, self.folder, state.config, state.data, self.world, self.allow_data_change)
+        _check_resumable(
+            sd, self.folder, state.config, state.data, self.world, self.allow_data_change
+        )
         state.load_state_dict(sd)
         return True
 
-    def due(self, updates: int) -> bool:
+    def due(
+        self,
+        updates: int,  # updates done so far
+    ) -> bool:  # True every `every` updates
         "Is a checkpoint due inside an epoch after this many updates?"
         return bool(self.every) and updates % self.every == 0
 
-    def save(self, state: TrainState) -> Path | None:
-        "Write `state` (rank 0; every rank contributes its RNG state and batch digests); returns the file on rank 0."
+    def save(
+        self,
+        state: TrainState,  # the state to checkpoint
+    ) -> Path | None:  # the written file (rank 0), None on other ranks
+        """Write `state` (rank 0; every rank contributes its RNG state and batch digests); returns
+        the file on rank 0."""
         if self.folder is None:
             return None
         if not all(torch.isfinite(p).all() for p in state.model.parameters()):
-            raise NonFiniteError(f"non-finite weights after update {state.updates}; no checkpoint written", update=state.updates)
+            raise NonFiniteError(
+                f"non-finite weights after update {state.updates}; no checkpoint written",
+                update=state.updates,
+            )
         sd = state.state_dict()
         if self.world > 1:
             rngs, ids = [None] * self.world, [None] * self.world
-            dist.all_gather_object(rngs, sd["rng"][0]); dist.all_gather_object(ids, sd["step_log"]["ids"][0])
+            dist.all_gather_object(rngs, sd["rng"][0])
+            dist.all_gather_object(ids, sd["step_log"]["ids"][0])
             sd["rng"], sd["step_log"]["ids"] = rngs, ids
-        path = save_checkpoint(sd, self.folder, state.updates, self.keep) if self.rank == 0 else None
+        path = (
+            save_checkpoint(sd, self.folder, state.updates, self.keep) if self.rank == 0 else None
+        )
         if self.world > 1:
             dist.barrier()
         return path
 
 # %% ../nbs/05_train.ipynb #5cb46d0e
-def export_weights(model: nn.Module, path, metadata: dict | None = None) -> Path:
-    "Write `model`'s state dict to `path` as safetensors (tensors only: loading it can run no code), atomically."
+def export_weights(
+    model: nn.Module,  # the network whose state dict is written
+    path,  # target `.safetensors` file
+    metadata: dict | None = None,  # string key → value pairs stored in the file header
+) -> Path:  # `path`
+    """Write `model`'s state dict to `path` as safetensors (tensors only: loading it can run no
+    code), atomically."""
     from safetensors.torch import save
+
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    return atomic_write_bytes(path, save(tensors, metadata={k: str(v) for k, v in (metadata or {}).items()}))
+    return atomic_write_bytes(
+        path, save(tensors, metadata={k: str(v) for k, v in (metadata or {}).items()})
+    )
 
 # %% ../nbs/05_train.ipynb #732fd3dd
-def load_weights(model: nn.Module, path, strict: bool = True) -> nn.Module:
+def load_weights(
+    model: nn.Module,  # the network to load into (in place)
+    path,  # a `.safetensors` file from `export_weights`
+    strict: bool = True,  # refuse missing or unexpected keys
+) -> nn.Module:  # `model`
     "Load safetensors weights written by `export_weights` into `model` (in place); returns `model`."
     from safetensors.torch import load_file
+
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"`path` does not exist: {path}")
     try:
         sd = load_file(str(path))
     except Exception as e:
-        raise CheckpointError(f"{path} is not a readable safetensors file ({type(e).__name__}: {e})") from None
+        raise CheckpointError(
+            f"{path} is not a readable safetensors file ({type(e).__name__}: {e})"
+        ) from None
     model.load_state_dict(sd, strict=strict)
     return model
 
 # %% ../nbs/05_train.ipynb #c6ee36a6
-def init_distributed(backend: str | None = None,   # 'nccl' or 'gloo' (None: nccl with CUDA, else gloo)
-                     timeout_s: float = 300,       # how long ranks wait for each other
-                    ) -> int:
-    "Join the `torchrun` process group (restart-safe); returns the world size, 1 when not launched by torchrun."
+def init_distributed(
+    backend: str | None = None,  # 'nccl' or 'gloo' (None: nccl with CUDA, else gloo)
+    timeout_s: float = 300,  # how long ranks wait for each other
+) -> int:  # world size (1 outside torchrun)
+    """Join the `torchrun` process group (restart-safe); returns the world size, 1 when not
+    launched by torchrun."""
     if dist.is_available() and dist.is_initialized():
         return dist.get_world_size()
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -628,32 +1006,45 @@ def init_distributed(backend: str | None = None,   # 'nccl' or 'gloo' (None: ncc
         return 1
     missing = [k for k in ("RANK", "MASTER_ADDR", "MASTER_PORT") if k not in os.environ]
     if missing:
-        raise RuntimeError(f"init_distributed: WORLD_SIZE={world} but {missing} are not set; launch with torchrun")
+        raise RuntimeError(
+            f"init_distributed: WORLD_SIZE={world} but {missing} are not set; launch with torchrun"
+        )
     backend = backend or ("nccl" if torch.cuda.is_available() else "gloo")
     check_choice("backend", backend, ["nccl", "gloo"])
     rank = int(os.environ["RANK"])
     from datetime import timedelta
+
     agent_store = os.environ.get("TORCHELASTIC_USE_AGENT_STORE", "False") == "True"
-    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]),
-                          world_size=None if agent_store else world, is_master=not agent_store and rank == 0,
-                          timeout=timedelta(seconds=timeout_s))
+    store = dist.TCPStore(
+        os.environ["MASTER_ADDR"],
+        int(os.environ["MASTER_PORT"]),
+        world_size=None if agent_store else world,
+        is_master=not agent_store and rank == 0,
+        timeout=timedelta(seconds=timeout_s),
+    )
     attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
     if backend == "nccl":
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-    dist.init_process_group(backend, store=dist.PrefixStore(f"contrastive_nb/attempt-{attempt}", store),
-                            rank=rank, world_size=world, timeout=timedelta(seconds=timeout_s))
+    dist.init_process_group(
+        backend,
+        store=dist.PrefixStore(f"contrastive_nb/attempt-{attempt}", store),
+        rank=rank,
+        world_size=world,
+        timeout=timedelta(seconds=timeout_s),
+    )
     return world
 
 # %% ../nbs/05_train.ipynb #5e11b950
-def views_loss(model: nn.Module,         # returns (h, z) or (h, z, logits)
-               views: Callable,          # a device batch → one augmented view (random)
-               terms: list,              # the active `LossTerm`s of this batch's loader
-               x: torch.Tensor,          # (n, C, H, W) un-augmented images on the device
-               y: torch.Tensor | None = None,  # (n,) labels, or None when no term needs them
-               world: int = 1,           # ranks to gather projections and labels from
-               epoch: int | None = None, # 0-based epoch, for the terms and hooks
-               hooks: list = (),         # hooks whose `before_terms` may adjust the projections' labels
-              ) -> tuple:
+def views_loss(
+    model: nn.Module,  # returns (h, z) or (h, z, logits)
+    views: Callable,  # a device batch → one augmented view (random)
+    terms: list,  # the active `LossTerm`s of this batch's loader
+    x: torch.Tensor,  # (n, C, H, W) un-augmented images on the device
+    y: torch.Tensor | None = None,  # (n,) labels, or None when no term needs them
+    world: int = 1,  # ranks to gather projections and labels from
+    epoch: int | None = None,  # 0-based epoch, for the terms and hooks
+    hooks: list = (),  # hooks whose `before_terms` may adjust the projections' labels
+) -> tuple:  # (weighted total loss, {term name: value})
     "Project two views of `x` and apply `terms`: `(weighted total, {term name: value})`."
     o1, o2 = model(views(x)), model(views(x))
     p = Projections(o1[1], o2[1], y, (o1[2], o2[2]) if len(o1) > 2 else None, y, epoch)
@@ -666,7 +1057,8 @@ def views_loss(model: nn.Module,         # returns (h, z) or (h, z, logits)
     for t in terms:
         try:
             parts[t.name] = t(p)
-        except NonFiniteInputError as e:          # NaN/Inf projections: say which term could not be computed
+        # NaN/Inf projections: say which term could not be computed
+        except NonFiniteInputError as e:
             e.term = t.name
             raise
     return sum(t.weight * parts[t.name] for t in terms), parts
@@ -674,151 +1066,384 @@ def views_loss(model: nn.Module,         # returns (h, z) or (h, z, logits)
 # %% ../nbs/05_train.ipynb #1ea1e4b5
 @dataclass
 class Batch:
-    "One loader's part of an update: its active terms, the images and labels on the device, the items' dataset ids."
-    loader: str
-    terms: list
-    x: torch.Tensor
-    y: torch.Tensor | None
-    ids: torch.Tensor
+    """One loader's part of an update: its active terms, the images and labels on the device, the
+    items' dataset ids."""
+
+    loader: str  # "unlabeled" or "labeled"
+    terms: list  # the loader's active `LossTerm`s
+    x: torch.Tensor  # (B, ...) images on the device
+    y: torch.Tensor | None  # (B,) labels on the device, or None when no term needs them
+    ids: torch.Tensor  # (B,) dataset indices of the items
+
 
 @dataclass
 class Step:
-    "One update in progress (what hooks receive): where it is, its batches, and its loss values once computed."
-    epoch: int                       # 0-based
-    index: int                       # 0-based step within the epoch
-    update: int                      # 1-based number of this update in the run
-    batches: list = field(default_factory=list)
-    rng_before: torch.Tensor | None = None    # torch's CPU RNG state before the views were drawn
-    total: torch.Tensor | None = None
-    parts: dict = field(default_factory=dict)
+    """One update in progress (what hooks receive): where it is, its batches, and its loss values
+    once computed."""
+
+    epoch: int  # 0-based
+    index: int  # 0-based step within the epoch
+    update: int  # 1-based number of this update in the run
+    batches: list = field(default_factory=list)  # one `Batch` per loader with active terms
+    rng_before: torch.Tensor | None = None  # torch's CPU RNG state before the views were drawn
+    total: torch.Tensor | None = None  # weighted total loss, once computed
+    parts: dict = field(default_factory=dict)  # term name → loss value, once computed
 
     @property
-    def ids(self) -> dict: return {b.loader: b.ids for b in self.batches}
+    def ids(self) -> dict:
+        return {b.loader: b.ids for b in self.batches}
+
     @property
-    def where(self) -> str: return f"at epoch {self.epoch + 1}, step {self.index + 1} (update {self.update})"
+    def where(self) -> str:
+        return f"at epoch {self.epoch + 1}, step {self.index + 1} (update {self.update})"
+
 
 def _ids_text(ids: dict, limit: int = 16) -> str:
-    return "; ".join(f"{k} ids {v[:limit].tolist()}" + (f" (+{len(v) - limit} more)" if len(v) > limit else "")
-                     for k, v in ids.items())
+    return "; ".join(
+        f"{k} ids {v[:limit].tolist()}" + (f" (+{len(v) - limit} more)" if len(v) > limit else "")
+        for k, v in ids.items()
+    )
 
 # %% ../nbs/05_train.ipynb #2c250aaf
 class Hook:
-    "Base of training hooks: override the events you need; each receives the `Run` (state, model, terms, …)."
-    def before_fit(self, run): pass
-    def before_epoch(self, run, epoch: int): pass
-    def before_forward(self, run, step: Step): pass
-    def before_terms(self, p: Projections, terms: list): pass
-    def after_loss(self, run, step: Step): pass
-    def after_backward(self, run, step: Step): pass
-    def after_update(self, run, step: Step): pass
-    def after_epoch(self, run, record: dict): pass
-    def after_step(self, run): pass
-    def after_fit(self, run): pass
+    """Base of training hooks: override the events you need; each receives the `Run` (state, model,
+    terms, …)."""
+
+    def before_fit(
+        self,
+        run,  # the `Run` being trained (state, model, terms, loaders, …)
+    ):
+        "Event hook; the base does nothing."
+        pass
+
+    def before_epoch(
+        self,
+        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        epoch: int,  # 0-based epoch number
+    ):
+        "Event hook; the base does nothing."
+        pass
+
+    def before_forward(
+        self,
+        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        step: Step,  # the update in progress
+    ):
+        "Event hook; the base does nothing."
+        pass
+
+    def before_terms(
+        self,
+        p: Projections,  # the projections of both views
+        terms: list,  # the terms about to be applied
+    ):
+        "Event hook; the base does nothing."
+        pass
+
+    def after_loss(
+        self,
+        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        step: Step,  # the update in progress
+    ):
+        "Event hook; the base does nothing."
+        pass
+
+    def after_backward(
+        self,
+        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        step: Step,  # the update in progress
+    ):
+        "Event hook; the base does nothing."
+        pass
+
+    def after_update(
+        self,
+        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        step: Step,  # the update in progress
+    ):
+        "Event hook; the base does nothing."
+        pass
+
+    def after_epoch(
+        self,
+        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        record: dict,  # this epoch's record (losses, metrics); hooks may add keys
+    ):
+        "Event hook; the base does nothing."
+        pass
+
+    def after_step(
+        self,
+        run,  # the `Run` being trained (state, model, terms, loaders, …)
+    ):
+        "Event hook; the base does nothing."
+        pass
+
+    def after_fit(
+        self,
+        run,  # the `Run` being trained (state, model, terms, loaders, …)
+    ):
+        "Event hook; the base does nothing."
+        pass
 
 # %% ../nbs/05_train.ipynb #369931b4
 def _blame_terms(run, step: Step) -> list:
-    "Names of the loss terms whose own gradient is non-finite, recomputed on the same views (single-rank view)."
+    """Names of the loss terms whose own gradient is non-finite, recomputed on the same views
+    (single-rank view)."""
     params = [p for p in run.state.model.parameters() if p.requires_grad]
     torch.set_rng_state(step.rng_before)
     bad = []
     for b in step.batches:
-        _, parts = views_loss(run.state.model, run.views, b.terms, b.x, b.y, 1, step.epoch, run.hooks)
+        _, parts = views_loss(
+            run.state.model, run.views, b.terms, b.x, b.y, 1, step.epoch, run.hooks
+        )
         for t in b.terms:
-            gs = torch.autograd.grad(t.weight * parts[t.name], params, retain_graph=True, allow_unused=True)
+            gs = torch.autograd.grad(
+                t.weight * parts[t.name], params, retain_graph=True, allow_unused=True
+            )
             if any(g is not None and not torch.isfinite(g).all() for g in gs):
                 bad.append(t.name)
     return bad
 
+
 class FiniteChecks(Hook):
-    "Raise `NonFiniteError` on a non-finite input, loss, gradient or weight, naming the update, term and items."
-    def before_forward(self, run, step):
+    """Raise `NonFiniteError` on a non-finite input, loss, gradient or weight, naming the update,
+    term and items."""
+
+    def before_forward(
+        self,
+        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        step,  # the update in progress
+    ):
+        "Check the batch inputs are finite before the forward pass."
         for b in step.batches:
             bad_items = ~torch.isfinite(b.x.flatten(1)).all(1)
             if bad_items.any():
-                raise NonFiniteError(f"non-finite values in the input of {b.loader} item(s) "
-                                     f"{b.ids[bad_items.cpu()].tolist()} {step.where}", step.update, step.ids)
-    def after_loss(self, run, step):
+                raise NonFiniteError(
+                    f"non-finite values in the input of {b.loader} item(s) "
+                    f"{b.ids[bad_items.cpu()].tolist()} {step.where}",
+                    step.update,
+                    step.ids,
+                )
+
+    def after_loss(
+        self,
+        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        step,  # the update in progress
+    ):
+        "Check every loss term is finite; raise naming the term otherwise."
         for name, v in step.parts.items():
             if not torch.isfinite(v):
-                raise NonFiniteError(f"loss term '{name}' is {v.item()} {step.where}; batch: {_ids_text(step.ids)}; "
-                                     f"the last good checkpoint is kept in {run.checkpointer.folder}", step.update, step.ids, name)
-    def after_backward(self, run, step):
+                raise NonFiniteError(
+                    f"loss term '{name}' is {v.item()} {step.where}; batch: {_ids_text(step.ids)}; "
+                    f"the last good checkpoint is kept in {run.checkpointer.folder}",
+                    step.update,
+                    step.ids,
+                    name,
+                )
+
+    def after_backward(
+        self,
+        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        step,  # the update in progress
+    ):
+        "Check the gradients are finite; name the term(s) that made them non-finite."
         model = run.state.model
-        bad = [n for n, p in model.named_parameters() if p.grad is not None and not torch.isfinite(p.grad).all()]
+        bad = [
+            n
+            for n, p in model.named_parameters()
+            if p.grad is not None and not torch.isfinite(p.grad).all()
+        ]
         if bad:
             culprits = _blame_terms(run, step)
-            raise NonFiniteError(f"non-finite gradient in {bad[:3]} {step.where}, from loss term(s) {culprits}; batch: "
-                                 f"{_ids_text(step.ids)}; the last good checkpoint is kept in {run.checkpointer.folder}",
-                                 step.update, step.ids, ",".join(culprits))
-    def after_epoch(self, run, record):
-        if run.checkpointer.folder is None and not all(torch.isfinite(p).all() for p in run.state.model.parameters()):
-            raise NonFiniteError(f"non-finite weights after epoch {record['epoch']}", update=run.state.updates)
+            raise NonFiniteError(
+                f"non-finite gradient in {bad[:3]} {step.where}, from loss term(s) {culprits};"
+                f" batch: {_ids_text(step.ids)}; the last good checkpoint is kept in"
+                f" {run.checkpointer.folder}",
+                step.update,
+                step.ids,
+                ",".join(culprits),
+            )
+
+    def after_epoch(
+        self,
+        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        record,  # this epoch's record (losses, metrics); hooks may add keys
+    ):
+        "Add this epoch's finite-check counts to the record."
+        if run.checkpointer.folder is None and not all(
+            torch.isfinite(p).all() for p in run.state.model.parameters()
+        ):
+            raise NonFiniteError(
+                f"non-finite weights after epoch {record['epoch']}", update=run.state.updates
+            )
 
 # %% ../nbs/05_train.ipynb #1e495d74
 class FlopCounter(Hook):
-    "Charge each update's measured FLOPs to the state's ledger; add the totals to every epoch record."
-    def after_update(self, run, step):
+    """Charge each update's measured FLOPs to the state's ledger; add the totals to every epoch
+    record."""
+
+    def after_update(
+        self,
+        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        step,  # the update in progress
+    ):
+        "Add this update's FLOPs (per term and loader) to the ledger."
         for b in step.batches:
-            run.state.ledger.charge(b.loader, "+".join(t.name for t in b.terms), tuple(b.x.shape), run.state.model,
-                                    lambda m, b=b: views_loss(m, run.views, b.terms, b.x, b.y, 1, None, run.hooks)[0])
+            run.state.ledger.charge(
+                b.loader,
+                "+".join(t.name for t in b.terms),
+                tuple(b.x.shape),
+                run.state.model,
+                lambda m, b=b: views_loss(m, run.views, b.terms, b.x, b.y, 1, None, run.hooks)[0],
+            )
         run.state.ledger.step()
-    def after_epoch(self, run, record):
+
+    def after_epoch(
+        self,
+        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        record,  # this epoch's record (losses, metrics); hooks may add keys
+    ):
+        "Write the FLOP ledger's totals into the record."
         led, w = run.state.ledger, run.world
-        record.update({"flops": led.total * w, "petaflops": led.petaflops * w,
-                       **{f"flops/{k}": v * w for k, v in led.totals.items()}})
+        record.update({
+            "flops": led.total * w,
+            "petaflops": led.petaflops * w,
+            **{f"flops/{k}": v * w for k, v in led.totals.items()},
+        })
 
 # %% ../nbs/05_train.ipynb #5e573acd
 class Progress(Hook):
     "A progress bar per epoch (rank 0), with the current loss terms."
-    def __init__(self): self.bar = None
-    def before_epoch(self, run, epoch):
-        try:                                   # a widget bar in a notebook front end, a text bar elsewhere
+
+    def __init__(self):
+        self.bar = None
+
+    def before_epoch(
+        self,
+        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        epoch,  # 0-based epoch number
+    ):
+        "Open this epoch's progress bar."
+        # a widget bar in a notebook front end, a text bar elsewhere
+        try:
             import ipywidgets  # noqa: F401
             from tqdm.auto import tqdm
         except ImportError:
             from tqdm import tqdm
-        self.bar = tqdm(total=run.loaders.steps_per_epoch, initial=run.state.step, desc=f"epoch {epoch + 1}/{run.epochs}",
-                        disable=run.state.rank != 0, leave=False)
-    def after_update(self, run, step):
-        self.bar.update(1); self.bar.set_postfix({k: f"{v.item():.3f}" for k, v in step.parts.items()})
-    def after_epoch(self, run, record): self.after_fit(run)
-    def after_fit(self, run):
+        self.bar = tqdm(
+            total=run.loaders.steps_per_epoch,
+            initial=run.state.step,
+            desc=f"epoch {epoch + 1}/{run.epochs}",
+            disable=run.state.rank != 0,
+            leave=False,
+        )
+
+    def after_update(
+        self,
+        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        step,  # the update in progress
+    ):
+        "Advance the bar and show the running loss."
+        self.bar.update(1)
+        self.bar.set_postfix({k: f"{v.item():.3f}" for k, v in step.parts.items()})
+
+    def after_epoch(
+        self,
+        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        record,  # this epoch's record (losses, metrics); hooks may add keys
+    ):
+        "Close the bar and print the epoch's record."
+        self.after_fit(run)
+
+    def after_fit(
+        self,
+        run,  # the `Run` being trained (state, model, terms, loaders, …)
+    ):
+        "Close any open bar."
         if self.bar is not None:
-            self.bar.close(); self.bar = None
+            self.bar.close()
+            self.bar = None
+
 
 class Evaluation(Hook):
     "Add `eval_fn(model)`'s numbers to the record every `every` epochs and after the last."
-    def __init__(self, eval_fn: Callable, every: int = 1):
+
+    def __init__(
+        self,
+        eval_fn: Callable,  # model → dict of numbers (e.g. validation accuracy)
+        every: int = 1,  # evaluate every this many epochs
+    ):
         self.eval_fn, self.every = eval_fn, check_int("eval_every", every, 1)
-    def after_epoch(self, run, record):
+
+    def after_epoch(
+        self,
+        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        record,  # this epoch's record (losses, metrics); hooks may add keys
+    ):
+        "Run `eval_fn` on the model when due and add its numbers to the record."
         if record["epoch"] % self.every == 0 or record["epoch"] == run.epochs:
             record.update(self.eval_fn(run.state.model))
 
+
 class OnStep(Hook):
     "Call `fn(updates)` after every update and its checkpoint (if any)."
-    def __init__(self, fn: Callable[[int], None]): self.fn = fn
-    def after_step(self, run): self.fn(run.state.updates)
+
+    def __init__(
+        self,
+        fn: Callable[[int], None],  # called with the number of updates done
+    ):
+        self.fn = fn
+
+    def after_step(
+        self,
+        run,  # the `Run` being trained (state, model, terms, loaders, …)
+    ):
+        "Call `fn` with the number of updates done."
+        self.fn(run.state.updates)
 
 # %% ../nbs/05_train.ipynb #14b22366
 _SIGNALS = ["SIGTERM", "SIGUSR1"]
 
+
 class StopOnSignal(Hook):
-    "Catch SIGTERM/SIGUSR1 during `fit`; `check()` tells the loop (every rank the same) whether to stop."
-    def __init__(self, enabled: bool = True):
+    """Catch SIGTERM/SIGUSR1 during `fit`; `check()` tells the loop (every rank the same) whether
+    to stop."""
+
+    def __init__(
+        self,
+        enabled: bool = True,  # install the SIGTERM/SIGUSR1 handlers
+    ):
         import threading
+
         self.enabled = enabled and threading.current_thread() is threading.main_thread()
         self.code, self._old = 0, {}
+
     def _handler(self, signum, frame):
         self.code = max(self.code, 1 + [getattr(signal, n) for n in _SIGNALS].index(signum))
-    def before_fit(self, run):
+
+    def before_fit(
+        self,
+        run,  # the `Run` being trained (state, model, terms, loaders, …)
+    ):
+        "Install the SIGTERM/SIGUSR1 handlers."
         if self.enabled:
             for n in _SIGNALS:
                 self._old[n] = signal.signal(getattr(signal, n), self._handler)
-    def after_fit(self, run):
+
+    def after_fit(
+        self,
+        run,  # the `Run` being trained (state, model, terms, loaders, …)
+    ):
+        "Restore the previous signal handlers."
         for n, h in self._old.items():
             signal.signal(getattr(signal, n), h)
         self._old = {}
-    def check(self, run) -> str | None:
+
+    def check(
+        self,
+        run,  # the `Run` being trained (state, model, terms, loaders, …)
+    ) -> str | None:  # the signal's name, or None
         "The signal received by any rank (None if none); a collective call under `torchrun`."
         code = self.code
         if run.world > 1:
@@ -830,62 +1455,123 @@ class StopOnSignal(Hook):
 # %% ../nbs/05_train.ipynb #979a498e
 class _WithIndex(torch.utils.data.Dataset):
     "Items `(x, y, index)`, so the engine knows which items each batch holds."
-    def __init__(self, ds): self.ds = ds
-    def __len__(self): return len(self.ds)
+
+    def __init__(self, ds):
+        self.ds = ds
+
+    def __len__(self):
+        return len(self.ds)
+
     def __getitem__(self, i):
         x, y = self.ds[i]
         return x, y, i
 
+
 class TwoLoaders:
-    "The main loader (an `EpochBatchSampler` per rank) and the cycled labeled loader of a run, on one device."
-    def __init__(self, unlabeled, labeled, labeled_sampler, batch_size: int, seed: int, rank: int, world: int,
-                 num_workers: int, device: torch.device):
+    """The main loader (an `EpochBatchSampler` per rank) and the cycled labeled loader of a run, on
+    one device."""
+
+    def __init__(
+        self,
+        unlabeled,  # main dataset (all training items)
+        labeled,  # labeled dataset, or None
+        labeled_sampler,  # batch sampler of the labeled loader, or None
+        batch_size: int,  # main loader's batch size per update (all ranks)
+        seed: int,  # seed of the epoch shuffles
+        rank: int,  # this process's rank
+        world: int,  # number of processes
+        num_workers: int,  # DataLoader worker processes
+        device: torch.device,  # where batches are moved
+    ):
         self.device, self.labeled_sampler = device, labeled_sampler
         self.unl_sampler = EpochBatchSampler(len(unlabeled), batch_size, seed, rank, world)
-        gen = lambda: torch.Generator().manual_seed(seed)     # loaders draw worker seeds from here, not the global RNG
-        self.unl = DataLoader(_WithIndex(unlabeled), batch_sampler=self.unl_sampler, num_workers=num_workers,
-                              pin_memory=device.type == "cuda", generator=gen())
+        # loaders draw worker seeds from here, not the global RNG
+        gen = lambda: torch.Generator().manual_seed(seed)
+        self.unl = DataLoader(
+            _WithIndex(unlabeled),
+            batch_sampler=self.unl_sampler,
+            num_workers=num_workers,
+            pin_memory=device.type == "cuda",
+            generator=gen(),
+        )
         if world > 1 and hasattr(labeled_sampler, "rank"):
-            labeled_sampler.rank = rank            # each rank draws its own labeled batches (gathered for the loss)
-        self.lab = (DataLoader(_WithIndex(labeled), batch_sampler=labeled_sampler, num_workers=num_workers, generator=gen())
-                    if labeled is not None else None)
+            # each rank draws its own labeled batches (gathered for the loss)
+            labeled_sampler.rank = rank
+        self.lab = (
+            DataLoader(
+                _WithIndex(labeled),
+                batch_sampler=labeled_sampler,
+                num_workers=num_workers,
+                generator=gen(),
+            )
+            if labeled is not None
+            else None
+        )
         self.unl_iter = self.lab_iter = None
 
     @property
-    def steps_per_epoch(self) -> int: return len(self.unl_sampler)
+    def steps_per_epoch(self) -> int:
+        return len(self.unl_sampler)
 
-    def position_labeled(self, consumed: int):
+    def position_labeled(
+        self,
+        consumed: int,  # labeled batches handed out before the resume
+    ):
         "Put the labeled sampler where it is after handing out `consumed` batches (resume)."
         s = self.labeled_sampler
-        if s is None: return
+        if s is None:
+            return
         if hasattr(s, "load_state_dict") and hasattr(s, "state_dict"):
             st = dict(s.state_dict())
             st.update(epoch=consumed // len(s), position=consumed % len(s))
             s.load_state_dict(st)
         elif consumed:
-            warnings.warn("`labeled_sampler` has no state_dict/load_state_dict: its batches restart after resuming, "
-                          "so the resumed run is not identical to an uninterrupted one")
+            warnings.warn(
+                "`labeled_sampler` has no state_dict/load_state_dict: its batches restart after"
+                " resuming, so the resumed run is not identical to an uninterrupted one"
+            )
 
-    def start_epoch(self, epoch: int, first: int, main_active: bool):
-        "Start epoch `epoch` of the main loader at step `first` (no pass when none of its terms is active)."
+    def start_epoch(
+        self,
+        epoch: int,  # 0-based epoch number
+        first: int,  # first step of the epoch (> 0 when resuming inside it)
+        main_active: bool,  # whether any term of the main loader is active
+    ):
+        """Start epoch `epoch` of the main loader at step `first` (no pass when none of its terms
+        is active)."""
         self.unl_sampler.load_state_dict({"epoch": epoch, "position": first})
         self.unl_iter = iter(self.unl) if main_active else None
 
     def _next(self, it) -> tuple:
         x, y, ids = next(it)
         dev = self.device
-        return x.to(dev, non_blocking=True), torch.as_tensor(y).to(dev, non_blocking=True), torch.as_tensor(ids)
+        return (
+            x.to(dev, non_blocking=True),
+            torch.as_tensor(y).to(dev, non_blocking=True),
+            torch.as_tensor(ids),
+        )
 
-    def draw(self, terms: dict) -> list:
-        "One `Batch` per loader with active terms (`terms`: loader → its active terms); labels only where a term needs them."
+    def draw(
+        self,
+        terms: dict,  # loader name → its active terms
+    ) -> list:  # one `Batch` per loader
+        """One `Batch` per loader with active terms (`terms`: loader → its active terms); labels
+        only where a term needs them."""
         batches = []
         if terms["unlabeled"]:
             x, y, ids = self._next(self.unl_iter)
-            batches.append(Batch("unlabeled", terms["unlabeled"], x,
-                                 y if any(t.supervised for t in terms["unlabeled"]) else None, ids))
+            batches.append(
+                Batch(
+                    "unlabeled",
+                    terms["unlabeled"],
+                    x,
+                    y if any(t.supervised for t in terms["unlabeled"]) else None,
+                    ids,
+                )
+            )
         if terms["labeled"]:
             if self.lab_iter is None:
-                self.lab_iter = CyclingIterator(self.lab)      # started at the first labeled batch
+                self.lab_iter = CyclingIterator(self.lab)  # started at the first labeled batch
             x, y, ids = self._next(self.lab_iter)
             batches.append(Batch("labeled", terms["labeled"], x, y, ids))
         return batches
@@ -894,33 +1580,42 @@ class TwoLoaders:
 @dataclass
 class Run:
     "What one `fit` call trains with (and what hooks receive)."
-    state: TrainState
+    state: TrainState  # the resumable `TrainState`
     net: nn.Module                 # the model, wrapped in DDP under torchrun
-    views: Callable
-    terms: list
-    loaders: TwoLoaders
-    checkpointer: Checkpointer
-    hooks: list
-    signals: StopOnSignal
-    device: torch.device
-    world: int
-    epochs: int
-    run_dir: Path | None = None
-    amp: bool = False
-    max_grad_norm: float | None = None
-    t_start: float = 0.0
+    views: Callable  # two-view augmentation callable
+    terms: list  # the `LossTerm`s
+    loaders: TwoLoaders  # the run's `TwoLoaders`
+    checkpointer: Checkpointer  # saves and resumes checkpoints
+    hooks: list  # `Hook`s, called in order
+    signals: StopOnSignal  # the `StopOnSignal` hook
+    device: torch.device  # training device
+    world: int  # number of processes
+    epochs: int  # epochs to train in all
+    run_dir: Path | None = None  # run folder (history, checkpoints), or None
+    amp: bool = False  # mixed precision (autocast + grad scaler)
+    max_grad_norm: float | None = None  # clip the gradient norm to this, or None
+    t_start: float = 0.0  # `time.time()` when `fit` started
 
-    def fire(self, event: str, *args):
+    def fire(
+        self,
+        event: str,  # hook method name, e.g. `"after_epoch"`
+        *args,  # arguments passed after the run
+    ):
         "Call `event` on every hook, in order."
         for h in self.hooks:
             getattr(h, event)(self, *args)
 
-    def active_terms(self, epoch: int) -> dict:
+    def active_terms(
+        self,
+        epoch: int,  # 0-based epoch number
+    ) -> dict:  # loader name → its terms active at `epoch`
+        "The terms active at `epoch`, grouped by loader."
         return {ld: [t for t in self.terms if t.loader == ld and t.active(epoch)] for ld in LOADERS}
 
 # %% ../nbs/05_train.ipynb #e4f9453b
 def _train_step(run: Run, epoch: int, index: int, terms: dict) -> Step:
-    "One update: draw the batches, two views, the terms, backward, clip, step; the hooks at each event."
+    """One update: draw the batches, two views, the terms, backward, clip, step; the hooks at each
+    event."""
     st = run.state
     step = Step(epoch, index, st.updates + 1, rng_before=torch.get_rng_state())
     step.batches = run.loaders.draw(terms)
@@ -930,12 +1625,20 @@ def _train_step(run: Run, epoch: int, index: int, terms: dict) -> Step:
     with torch.autocast(run.device.type, dtype=torch.bfloat16, enabled=run.amp):
         for b in step.batches:
             try:
-                loss, parts = views_loss(run.net, run.views, b.terms, b.x, b.y, run.world, epoch, run.hooks)
+                loss, parts = views_loss(
+                    run.net, run.views, b.terms, b.x, b.y, run.world, epoch, run.hooks
+                )
             except NonFiniteInputError as e:
-                raise NonFiniteError(f"loss term '{e.term}' is nan {step.where} (its input: {e}); batch: "
-                                     f"{_ids_text(step.ids)}; the last good checkpoint is kept in "
-                                     f"{run.checkpointer.folder}", step.update, step.ids, e.term) from None
-            total = total + loss; step.parts.update(parts)
+                raise NonFiniteError(
+                    f"loss term '{e.term}' is nan {step.where} (its input: {e}); batch: "
+                    f"{_ids_text(step.ids)}; the last good checkpoint is kept in "
+                    f"{run.checkpointer.folder}",
+                    step.update,
+                    step.ids,
+                    e.term,
+                ) from None
+            total = total + loss
+            step.parts.update(parts)
     step.total = total
     run.fire("after_loss", step)
     st.optimizer.zero_grad(set_to_none=True)
@@ -943,7 +1646,8 @@ def _train_step(run: Run, epoch: int, index: int, terms: dict) -> Step:
     run.fire("after_backward", step)
     if run.max_grad_norm is not None:
         nn.utils.clip_grad_norm_(st.model.parameters(), run.max_grad_norm)
-    st.optimizer.step(); st.scheduler.step()
+    st.optimizer.step()
+    st.scheduler.step()
     for name, v in step.parts.items():
         st.sums[name] += v.item()
     st.log_update(total.detach(), step.ids)
@@ -952,7 +1656,8 @@ def _train_step(run: Run, epoch: int, index: int, terms: dict) -> Step:
 
 # %% ../nbs/05_train.ipynb #8c9b5a1a
 def _train_epoch(run: Run, epoch: int):
-    "The updates of epoch `epoch` (from the state's step on: a resumed epoch continues), then its end."
+    """The updates of epoch `epoch` (from the state's step on: a resumed epoch continues), then its
+    end."""
     st, n = run.state, run.loaders.steps_per_epoch
     run.net.train()
     if st.step == 0:
@@ -968,17 +1673,30 @@ def _train_epoch(run: Run, epoch: int):
             break
         saved = run.checkpointer.save(st) if (signame or run.checkpointer.due(st.updates)) else None
         if signame:
-            raise Preempted(f"{signame} received: stopped after update {st.updates} (epoch {epoch + 1}, step {index + 1}); "
-                            f"checkpoint {saved}; call fit again to resume", st.updates, signame, saved)
+            raise Preempted(
+                f"{signame} received: stopped after update {st.updates} (epoch {epoch + 1}, step"
+                f" {index + 1}); checkpoint {saved}; call fit again to resume",
+                st.updates,
+                signame,
+                saved,
+            )
         run.fire("after_step")
     _end_epoch(run, epoch, signame)
 
+
 def _end_epoch(run: Run, epoch: int, signame: str | None):
-    "The epoch's record (hooks add to it), the history file, the epoch checkpoint; stop here on a signal."
+    """The epoch's record (hooks add to it), the history file, the epoch checkpoint; stop here on a
+    signal."""
     st, n = run.state, run.loaders.steps_per_epoch
-    record = {"epoch": epoch + 1, "updates": st.updates, "lr": st.scheduler.get_last_lr()[0],
-              **{f"loss/{k}": (v / n if any(t.name == k and t.active(epoch) for t in run.terms) else None)
-                 for k, v in st.sums.items()}}
+    record = {
+        "epoch": epoch + 1,
+        "updates": st.updates,
+        "lr": st.scheduler.get_last_lr()[0],
+        **{
+            f"loss/{k}": v / n if any(t.name == k and t.active(epoch) for t in run.terms) else None
+            for k, v in st.sums.items()
+        },
+    }
     run.fire("after_epoch", record)
     record["seconds"] = round(time.time() - run.t_start, 3)
     st.history.append(record)
@@ -989,21 +1707,32 @@ def _end_epoch(run: Run, epoch: int, signame: str | None):
     run.fire("after_step")
     signame = signame or run.signals.check(run)
     if signame and epoch + 1 < run.epochs:
-        raise Preempted(f"{signame} received: stopped after epoch {epoch + 1} (update {st.updates}); "
-                        f"checkpoint {saved}; call fit again to resume", st.updates, signame, saved)
+        raise Preempted(
+            f"{signame} received: stopped after epoch {epoch + 1} (update {st.updates}); "
+            f"checkpoint {saved}; call fit again to resume",
+            st.updates,
+            signame,
+            saved,
+        )
 
 # %% ../nbs/05_train.ipynb #50274d54
-def train_loop(run: Run,                               # set up by `fit`
-               stop_after_epoch: int | None = None,    # end this call after this epoch (the run resumes later)
-              ) -> list:
-    "Train from the state's epoch and step to `run.epochs`; returns the history (one record per epoch)."
+def train_loop(
+    run: Run,  # set up by `fit`
+    stop_after_epoch: int | None = None,  # end this call after this epoch (the run resumes later)
+) -> list:  # history: one record per epoch
+    """Train from the state's epoch and step to `run.epochs`; returns the history (one record per
+    epoch)."""
     st = run.state
     run.t_start = time.time() - (st.history[-1]["seconds"] if st.history else 0.0)
     run.fire("before_fit")
     try:
         for epoch in range(st.epoch, run.epochs):
             _train_epoch(run, epoch)
-            if stop_after_epoch is not None and epoch + 1 >= stop_after_epoch and epoch + 1 < run.epochs:
+            if (
+                stop_after_epoch is not None
+                and epoch + 1 >= stop_after_epoch
+                and epoch + 1 < run.epochs
+            ):
                 break
     finally:
         run.fire("after_fit")
@@ -1022,11 +1751,17 @@ def _check_terms(terms, unlabeled, labeled, labeled_sampler, model) -> list:
     if any(t.loader == "unlabeled" and t.supervised for t in terms):
         ty = getattr(unlabeled, "targets", None)
         if ty is not None and int((torch.as_tensor(ty) < 0).sum()):
-            raise ValueError(f"supervised terms on the main loader use its labels, but `unlabeled` has "
-                             f"{int((torch.as_tensor(ty) < 0).sum())} item(s) without one (label < 0)")
+            raise ValueError(
+                "supervised terms on the main loader use its labels, but `unlabeled` has "
+                f"{int((torch.as_tensor(ty) < 0).sum())} item(s) without one (label < 0)"
+            )
     if any(t.name == "ce" for t in terms) and getattr(model, "classifier", None) is None:
-        raise ValueError("loss term 'ce' needs a model with a classifier: ContrastiveModel(encoder, head, classifier)")
+        raise ValueError(
+            "loss term 'ce' needs a model with a classifier: ContrastiveModel(encoder, head,"
+            " classifier)"
+        )
     return terms
+
 
 def _classifier_classes(model) -> int | None:
     clf = getattr(model, "classifier", None)
@@ -1039,11 +1774,20 @@ def _preflight(model, views, ds, name: str, dev):
     items = [ds[i] for i in range(min(2, len(ds)))]
     x0 = items[0][0]
     if not isinstance(x0, torch.Tensor) or not x0.is_floating_point():
-        raise ValueError(f"`{name}` items must be float image tensors (C, H, W); item 0 is {type(x0).__name__}"
-                         + ("" if isinstance(x0, torch.Tensor) else ": give the dataset a transform such as ToTensor()"))
+        raise ValueError(
+            f"`{name}` items must be float image tensors (C, H, W); item 0 is {type(x0).__name__}"
+            + (
+                ""
+                if isinstance(x0, torch.Tensor)
+                else ": give the dataset a transform such as ToTensor()"
+            )
+        )
     shapes = {tuple(it[0].shape) for it in items}
     if len(shapes) > 1:
-        raise ValueError(f"`{name}` items differ in shape ({sorted(shapes)}); resize them to one shape in the dataset's transform")
+        raise ValueError(
+            f"`{name}` items differ in shape ({sorted(shapes)}); resize them to one shape in the"
+            " dataset's transform"
+        )
     was_training = model.training
     devices = [dev.index or 0] if dev.type == "cuda" else []
     try:
@@ -1051,22 +1795,32 @@ def _preflight(model, views, ds, name: str, dev):
             model.eval()
             out = model(views(torch.stack([it[0] for it in items]).to(dev)))
     except Exception as e:
-        raise ValueError(f"`{name}` items have shape {tuple(x0.shape)}, which the views or the model cannot take "
-                         f"({type(e).__name__}: {str(e).splitlines()[0]})") from None
+        raise ValueError(
+            f"`{name}` items have shape {tuple(x0.shape)}, which the views or the model cannot take"
+            f" ({type(e).__name__}: {str(e).splitlines()[0]})"
+        ) from None
     finally:
         model.train(was_training)
     if not isinstance(out, (tuple, list)) or len(out) < 2:
-        raise ValueError("`model` must return `(h, z)` or `(h, z, logits)`, e.g. ContrastiveModel(encoder, head)")
+        raise ValueError(
+            "`model` must return `(h, z)` or `(h, z, logits)`, e.g. ContrastiveModel(encoder, head)"
+        )
+
 
 def _check_batch_norm(model, batch_size: int, labeled_sampler):
-    "A `BatchNorm1d` in training mode cannot normalise a batch of one item: refuse such a run before it starts."
+    """A `BatchNorm1d` in training mode cannot normalise a batch of one item: refuse such a run
+    before it starts."""
     if not any(isinstance(m, nn.BatchNorm1d) for m in model.modules()):
         return
-    lab = getattr(labeled_sampler, "classes_per_batch", 0) * getattr(labeled_sampler, "items_per_class", 0)
+    lab = getattr(labeled_sampler, "classes_per_batch", 0) * getattr(
+        labeled_sampler, "items_per_class", 0
+    )
     for what, size in (("batch_size", batch_size), ("the labeled sampler's batch", lab)):
         if size == 1:
-            raise ValueError(f"{what} is 1 but the model has a BatchNorm1d layer, which cannot normalise a batch of one "
-                             f"item in training: use at least 2 items per batch")
+            raise ValueError(
+                f"{what} is 1 but the model has a BatchNorm1d layer, which cannot normalise a batch"
+                " of one item in training: use at least 2 items per batch"
+            )
 
 # %% ../nbs/05_train.ipynb #ffa559b4
 def _validate_inputs(model, views, unlabeled, labeled, labeled_sampler, terms, batch_size, dev):
@@ -1074,7 +1828,9 @@ def _validate_inputs(model, views, unlabeled, labeled, labeled_sampler, terms, b
     n_cls = _classifier_classes(model)
     main_supervised = any(t.loader == "unlabeled" and t.supervised for t in terms)
     needs_cls = lambda ld: n_cls if any(t.name == "ce" and t.loader == ld for t in terms) else None
-    check_dataset(unlabeled, "unlabeled", needs_cls("unlabeled"), allow_unlabeled=not main_supervised)
+    check_dataset(
+        unlabeled, "unlabeled", needs_cls("unlabeled"), allow_unlabeled=not main_supervised
+    )
     _check_batch_norm(model, batch_size, labeled_sampler)
     _preflight(model.to(dev), views, unlabeled, "unlabeled", dev)
     if labeled is not None:
@@ -1092,113 +1848,181 @@ def _default_hooks(eval_fn, eval_every, progress, on_step, hooks) -> list:
             raise ValueError(f"`hooks` must hold Hook instances; got {type(h).__name__}")
     return out + ([OnStep(on_step)] if on_step is not None else [])
 
+
 def _world() -> tuple:
     world = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
     return world, (dist.get_rank() if world > 1 else 0)
+
 
 def _wrap(model, dev, world):
     if world == 1:
         return model
     net = nn.SyncBatchNorm.convert_sync_batchnorm(model) if dev.type == "cuda" else model
-    return nn.parallel.DistributedDataParallel(net, device_ids=[dev.index] if dev.type == "cuda" else None)
+    return nn.parallel.DistributedDataParallel(
+        net, device_ids=[dev.index] if dev.type == "cuda" else None
+    )
 
 # %% ../nbs/05_train.ipynb #2b4f561e
-def fit(model: nn.Module,                  # returns (h, z), or (h, z, logits) with a classifier
-        unlabeled,                         # dataset of (image tensor, label) — the main loader; label −1: unknown
-        terms: list,                       # `LossTerm`s (or dicts of their arguments)
-        views: Callable,                   # device batch → one random view (e.g. `augment.BatchViews`)
-        epochs: int,                       # epochs of the main loader
-        batch_size: int,                   # main-loader items per update, per rank
-        labeled=None,                      # dataset of the labeled items, for labeled terms
-        labeled_sampler: Sampler | None = None,  # index batches of `labeled` (e.g. `ClassStratifiedBatchSampler`)
-        optimizer: str = "sgd",            # 'sgd' or 'lars'
-        lr: float = 0.5,                   # peak learning rate (warm-up, then cosine to 0)
-        momentum: float = 0.9,
-        weight_decay: float = 1e-6,        # on weights, not biases and norms
-        warmup_epochs: int = 0,            # epochs of linear warm-up
-        run_dir=None,                      # run folder: checkpoints, history.json; resumed when it holds a checkpoint
-        eval_fn: Callable | None = None,   # model → {metric: value}, added to the epoch records
-        eval_every: int = 1,               # evaluate every this many epochs (and after the last)
-        seed: int = 0,                     # seeds the RNGs, the samplers and the loaders
-        device="auto",                     # 'auto', 'cpu', 'cuda' or 'cuda:N'
-        amp: bool = True,                  # bf16 autocast on CUDA (ignored on the CPU)
-        num_workers: int = 0,              # data-loader worker processes
-        progress: bool = True,             # show a progress bar per epoch
-        stop_after_epoch: int | None = None,   # end this call after this epoch (a planned interruption)
-        max_grad_norm: float | None = None,    # clip the gradient norm
-        checkpoint_every: int | None = None,   # also checkpoint inside epochs, every this many updates
-        keep_checkpoints: int = 2,         # verified checkpoints kept in the run folder
-        on_step: Callable[[int], None] | None = None,  # called with the update count after every update
-        handle_signals: bool = True,       # on SIGTERM/SIGUSR1: checkpoint and raise `Preempted`
-        validate: bool = True,             # check the datasets and the model before the first update
-        hooks: list | None = None,         # extra `Hook`s (e.g. `strata.LabelCorrection`)
-        allow_data_change=False,           # resume although the data changed: True, or loader names ({'labeled'})
-       ) -> list:
+def fit(
+    model: nn.Module,  # returns (h, z), or (h, z, logits) with a classifier
+    unlabeled,  # dataset of (image tensor, label) — the main loader; label −1: unknown
+    terms: list,  # `LossTerm`s (or dicts of their arguments)
+    views: Callable,  # device batch → one random view (e.g. `augment.BatchViews`)
+    epochs: int,  # epochs of the main loader
+    batch_size: int,  # main-loader items per update, per rank
+    labeled=None,  # dataset of the labeled items, for labeled terms
+    # index batches of `labeled` (e.g. `ClassStratifiedBatchSampler`)
+    labeled_sampler: Sampler | None = None,
+    optimizer: str = "sgd",  # 'sgd' or 'lars'
+    lr: float = 0.5,  # peak learning rate (warm-up, then cosine to 0)
+    momentum: float = 0.9,  # momentum coefficient
+    weight_decay: float = 1e-6,  # on weights, not biases and norms
+    warmup_epochs: int = 0,  # epochs of linear warm-up
+    run_dir=None,  # run folder: checkpoints, history.json; resumed when it holds a checkpoint
+    eval_fn: Callable | None = None,  # model → {metric: value}, added to the epoch records
+    eval_every: int = 1,  # evaluate every this many epochs (and after the last)
+    seed: int = 0,  # seeds the RNGs, the samplers and the loaders
+    device="auto",  # 'auto', 'cpu', 'cuda' or 'cuda:N'
+    amp: bool = True,  # bf16 autocast on CUDA (ignored on the CPU)
+    num_workers: int = 0,  # data-loader worker processes
+    progress: bool = True,  # show a progress bar per epoch
+    stop_after_epoch: int | None = None,  # end this call after this epoch (a planned interruption)
+    max_grad_norm: float | None = None,  # clip the gradient norm
+    checkpoint_every: int | None = None,  # also checkpoint inside epochs, every this many updates
+    keep_checkpoints: int = 2,  # verified checkpoints kept in the run folder
+    on_step: Callable[[int], None] | None = None,  # called with the update count after every update
+    handle_signals: bool = True,  # on SIGTERM/SIGUSR1: checkpoint and raise `Preempted`
+    validate: bool = True,  # check the datasets and the model before the first update
+    hooks: list | None = None,  # extra `Hook`s (e.g. `strata.LabelCorrection`)
+    # resume although the data changed: True, or loader names ({'labeled'})
+    allow_data_change=False,
+) -> list:  # history: one record per epoch
     "Train `model` on `unlabeled` (+ `labeled`) with `terms`; returns the per-epoch history."
-    check_int("epochs", epochs, 1); check_int("batch_size", batch_size, 1); check_int("warmup_epochs", warmup_epochs, 0)
+    check_int("epochs", epochs, 1)
+    check_int("batch_size", batch_size, 1)
+    check_int("warmup_epochs", warmup_epochs, 0)
     terms = _check_terms(terms, unlabeled, labeled, labeled_sampler, model)
     hooks = _default_hooks(eval_fn, eval_every, progress, on_step, hooks)
     checkpointer_args = (run_dir, checkpoint_every, keep_checkpoints)
-    Checkpointer(*checkpointer_args, allow_data_change=allow_data_change)   # its arguments, checked before any work
+    # its arguments, checked before any work
+    Checkpointer(*checkpointer_args, allow_data_change=allow_data_change)
     dev = get_device(device)
     if validate:
         _validate_inputs(model, views, unlabeled, labeled, labeled_sampler, terms, batch_size, dev)
     world, rank = _world()
     seed_everything(seed + rank)
     model = model.to(dev)
-    loaders = TwoLoaders(unlabeled, labeled, labeled_sampler, batch_size, seed, rank, world, num_workers, dev)
+    loaders = TwoLoaders(
+        unlabeled, labeled, labeled_sampler, batch_size, seed, rank, world, num_workers, dev
+    )
     opt = make_optimizer(model, optimizer, lr, momentum, weight_decay)
     steps = loaders.steps_per_epoch
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(epochs * steps, warmup_epochs * steps))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, warmup_cosine(epochs * steps, warmup_epochs * steps)
+    )
     use_amp = amp and dev.type == "cuda"
-    scaler = torch.amp.GradScaler("cuda", enabled=False)       # bf16 needs no loss scaling; kept for the checkpoint format
+    # bf16 needs no loss scaling; kept for the checkpoint format
+    scaler = torch.amp.GradScaler("cuda", enabled=False)
     datasets = {"unlabeled": unlabeled, **({"labeled": labeled} if labeled is not None else {})}
-    config = run_config(model, terms, views, labeled_sampler, world, datasets, epochs=epochs, batch_size=batch_size,
-                        optimizer=optimizer, lr=lr, momentum=momentum, weight_decay=weight_decay,
-                        warmup_epochs=warmup_epochs, seed=seed, max_grad_norm=max_grad_norm, amp=use_amp)
-    data = {"unlabeled": dataset_fingerprint(unlabeled), "labeled": dataset_fingerprint(labeled) if labeled is not None else None}
-    state = TrainState(model, opt, sched, scaler, config, data, rank, sums={t.name: 0.0 for t in terms})
+    config = run_config(
+        model,
+        terms,
+        views,
+        labeled_sampler,
+        world,
+        datasets,
+        epochs=epochs,
+        batch_size=batch_size,
+        optimizer=optimizer,
+        lr=lr,
+        momentum=momentum,
+        weight_decay=weight_decay,
+        warmup_epochs=warmup_epochs,
+        seed=seed,
+        max_grad_norm=max_grad_norm,
+        amp=use_amp,
+    )
+    data = {
+        "unlabeled": dataset_fingerprint(unlabeled),
+        "labeled": dataset_fingerprint(labeled) if labeled is not None else None,
+    }
+    state = TrainState(
+        model, opt, sched, scaler, config, data, rank, sums={t.name: 0.0 for t in terms}
+    )
     checkpointer = Checkpointer(*checkpointer_args, world, rank, allow_data_change)
     checkpointer.resume(state)
     loaders.position_labeled(state.labeled_batches)
     signals = StopOnSignal(handle_signals)
-    run = Run(state, _wrap(model, dev, world), views, terms, loaders, checkpointer, [signals] + hooks, signals, dev,
-              world, epochs, Path(run_dir) if run_dir is not None else None, use_amp, max_grad_norm)
+    run = Run(
+        state,
+        _wrap(model, dev, world),
+        views,
+        terms,
+        loaders,
+        checkpointer,
+        [signals] + hooks,
+        signals,
+        dev,
+        world,
+        epochs,
+        Path(run_dir) if run_dir is not None else None,
+        use_amp,
+        max_grad_norm,
+    )
     return train_loop(run, stop_after_epoch)
 
 # %% ../nbs/05_train.ipynb #d65eb640
-def fit_epochs(module: nn.Module,               # trained in place (put in train mode every epoch)
-               opt,                             # its optimiser
-               n: int,                          # rows: batches are index arrays into range(n)
-               epochs: int,
-               batch_size: int,
-               rng,                             # np.random.Generator or torch.Generator: the shuffles
-               batch_loss: Callable,            # idx (int64 array) → scalar loss of those rows
-               dev_score: Callable | None = None,  # () → {name: number} after each epoch
-               select: str | None = None,       # the `dev_score` entry to maximise (the best epoch is kept)
-               after_epoch: Callable | None = None,  # record → None, after each epoch
-               log: Callable | None = None,     # record → None (e.g. print)
-               scheduler=None,                  # stepped after every optimiser step
-               min_batch: int = 1,              # skip batches with fewer rows (batch norm needs 2)
-              ) -> dict:
+def fit_epochs(
+    module: nn.Module,  # trained in place (put in train mode every epoch)
+    opt,  # its optimiser
+    n: int,  # rows: batches are index arrays into range(n)
+    epochs: int,  # passes over the n items
+    batch_size: int,  # items per update
+    rng,  # np.random.Generator or torch.Generator: the shuffles
+    batch_loss: Callable,  # idx (int64 array) → scalar loss of those rows
+    dev_score: Callable | None = None,  # () → {name: number} after each epoch
+    select: str | None = None,  # the `dev_score` entry to maximise (the best epoch is kept)
+    after_epoch: Callable | None = None,  # record → None, after each epoch
+    log: Callable | None = None,  # record → None (e.g. print)
+    scheduler=None,  # stepped after every optimiser step
+    min_batch: int = 1,  # skip batches with fewer rows (batch norm needs 2)
+) -> dict:  # {'history', 'seconds', 'best_epoch'}
     "Train `module` in place; returns `{'history': [...], 'seconds': …, 'best_epoch': …}`."
-    check_int("n", n, 1); check_int("epochs", epochs, 1); check_int("batch_size", batch_size, 1); check_int("min_batch", min_batch, 1)
+    check_int("n", n, 1)
+    check_int("epochs", epochs, 1)
+    check_int("batch_size", batch_size, 1)
+    check_int("min_batch", min_batch, 1)
     if dev_score is not None and select is None:
         raise ValueError("`select` must name the entry of `dev_score()` to maximise")
     if not isinstance(rng, (np.random.Generator, torch.Generator)):
-        raise ValueError(f"`rng` must be a np.random.Generator or a torch.Generator; got {type(rng).__name__}")
+        raise ValueError(
+            f"`rng` must be a np.random.Generator or a torch.Generator; got {type(rng).__name__}"
+        )
     history, best, best_state, t0 = [], -math.inf, None, time.time()
     for epoch in range(epochs):
-        module.train(); losses = []
-        perm = rng.permutation(n) if isinstance(rng, np.random.Generator) else torch.randperm(n, generator=rng).numpy()
+        module.train()
+        losses = []
+        perm = (
+            rng.permutation(n)
+            if isinstance(rng, np.random.Generator)
+            else torch.randperm(n, generator=rng).numpy()
+        )
         for start in range(0, n, batch_size):
-            idx = perm[start:start + batch_size]
-            if len(idx) < min_batch: continue
+            idx = perm[start : start + batch_size]
+            if len(idx) < min_batch:
+                continue
             loss = batch_loss(idx)
-            opt.zero_grad(); loss.backward(); opt.step()
-            if scheduler is not None: scheduler.step()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if scheduler is not None:
+                scheduler.step()
             losses.append(loss.item())
-        rec = {"epoch": epoch + 1, "loss": float(np.mean(losses)) if losses else float("nan"), "seconds": round(time.time() - t0, 2)}
+        rec = {
+            "epoch": epoch + 1,
+            "loss": float(np.mean(losses)) if losses else float("nan"),
+            "seconds": round(time.time() - t0, 2),
+        }
         if dev_score is not None:
             scores = dev_score()
             if select not in scores:
@@ -1206,10 +2030,14 @@ def fit_epochs(module: nn.Module,               # trained in place (put in train
             rec.update(scores)
             if scores[select] > best:
                 best = scores[select]
-                best_state = {k: v.detach().clone() for k, v in module.named_parameters() if v.requires_grad}
+                best_state = {
+                    k: v.detach().clone() for k, v in module.named_parameters() if v.requires_grad
+                }
         history.append(rec)
-        if log: log(rec)
-        if after_epoch: after_epoch(rec)
+        if log:
+            log(rec)
+        if after_epoch:
+            after_epoch(rec)
     if best_state is not None:
         module.load_state_dict(best_state, strict=False)
     best_epoch = max(history, key=lambda r: r[select])["epoch"] if dev_score is not None else epochs
