@@ -1912,62 +1912,34 @@ def fit(
     world, rank = _world()
     seed_everything(seed + rank)
     model = model.to(dev)
-    loaders = TwoLoaders(
-        unlabeled, labeled, labeled_sampler, batch_size, seed, rank, world, num_workers, dev
-    )
+    loaders = TwoLoaders(unlabeled, labeled, labeled_sampler, batch_size, seed, rank, world,
+                         num_workers, dev)
     opt = make_optimizer(model, optimizer, lr, momentum, weight_decay)
     steps = loaders.steps_per_epoch
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, warmup_cosine(epochs * steps, warmup_epochs * steps)
-    )
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(epochs * steps,
+                                                                 warmup_epochs * steps))
     use_amp = amp and dev.type == "cuda"
     # bf16 needs no loss scaling; kept for the checkpoint format
     scaler = torch.amp.GradScaler("cuda", enabled=False)
     datasets = {"unlabeled": unlabeled, **({"labeled": labeled} if labeled is not None else {})}
     config = run_config(
-        model,
-        terms,
-        views,
-        labeled_sampler,
-        world,
-        datasets,
-        epochs=epochs,
-        batch_size=batch_size,
-        optimizer=optimizer,
-        lr=lr,
-        momentum=momentum,
-        weight_decay=weight_decay,
-        warmup_epochs=warmup_epochs,
-        seed=seed,
-        max_grad_norm=max_grad_norm,
-        amp=use_amp,
+        model, terms, views, labeled_sampler, world, datasets, epochs=epochs,
+        batch_size=batch_size, optimizer=optimizer, lr=lr, momentum=momentum,
+        weight_decay=weight_decay, warmup_epochs=warmup_epochs, seed=seed,
+        max_grad_norm=max_grad_norm, amp=use_amp
     )
-    data = {
-        "unlabeled": dataset_fingerprint(unlabeled),
-        "labeled": dataset_fingerprint(labeled) if labeled is not None else None,
-    }
-    state = TrainState(
-        model, opt, sched, scaler, config, data, rank, sums={t.name: 0.0 for t in terms}
-    )
+    data = {"unlabeled": dataset_fingerprint(unlabeled),
+            "labeled": dataset_fingerprint(labeled) if labeled is not None else None}
+    state = TrainState(model, opt, sched, scaler, config, data, rank,
+                       sums={t.name: 0.0 for t in terms})
     checkpointer = Checkpointer(*checkpointer_args, world, rank, allow_data_change)
     checkpointer.resume(state)
     loaders.position_labeled(state.labeled_batches)
     signals = StopOnSignal(handle_signals)
     run = Run(
-        state,
-        _wrap(model, dev, world),
-        views,
-        terms,
-        loaders,
-        checkpointer,
-        [signals] + hooks,
-        signals,
-        dev,
-        world,
-        epochs,
-        Path(run_dir) if run_dir is not None else None,
-        use_amp,
-        max_grad_norm,
+        state, _wrap(model, dev, world), views, terms, loaders, checkpointer, [signals] + hooks,
+        signals, dev, world, epochs, Path(run_dir) if run_dir is not None else None, use_amp,
+        max_grad_norm
     )
     return train_loop(run, stop_after_epoch)
 
