@@ -20,8 +20,15 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, Sampler
 
-from .core import (atomic_write_json, check_choice, check_int, check_range, file_sha256, label_vector,
-                                 read_json)
+from contrastive_nb.core import (
+    atomic_write_json,
+    check_choice,
+    check_int,
+    check_range,
+    file_sha256,
+    label_vector,
+    read_json,
+)
 
 # %% auto #0
 __all__ = ['TORCHVISION_DATASETS', 'CIFAR100_FINE_TO_COARSE', 'CIFAR100_SUPERCLASSES', 'COARSE_SCHEMES', 'BACKGROUNDS',
@@ -34,29 +41,55 @@ __all__ = ['TORCHVISION_DATASETS', 'CIFAR100_FINE_TO_COARSE', 'CIFAR100_SUPERCLA
 
 # %% ../nbs/01_data.ipynb #47b92b4a
 class TensorImageDataset(Dataset):
-    "Images held as a tensor `(n, C, H, W)` in [0, 1] with integer `targets`; `transform` maps one image tensor."
-    def __init__(self, images: torch.Tensor, targets, transform: Callable | None = None, classes=None):
+    """Images held as a tensor `(n, C, H, W)` in [0, 1] with integer `targets`; `transform` maps
+    one image tensor."""
+
+    def __init__(
+        self,
+        images: torch.Tensor,  # (n, C, H, W) float tensor in [0, 1]
+        targets,  # (n,) integer labels
+        # maps one image tensor to one tensor (applied in `__getitem__`), or None
+        transform: Callable | None = None,
+        classes=None,  # class names, index = label id, or None
+    ):
         if images.dim() != 4:
-            raise ValueError(f"`images` must be a 4-D tensor (n, C, H, W); got shape {tuple(images.shape)}")
-        targets = label_vector(targets, len(images), "targets", low=-1)      # −1: an unlabeled item
+            raise ValueError(
+                f"`images` must be a 4-D tensor (n, C, H, W); got shape {tuple(images.shape)}"
+            )
+        targets = label_vector(targets, len(images), "targets", low=-1)  # −1: an unlabeled item
         self.images, self.targets, self.transform = images, targets, transform
         self.classes = list(classes) if classes is not None else sorted(set(targets.tolist()))
-    def __len__(self): return len(self.targets)
+
+    def __len__(self):
+        return len(self.targets)
+
     def __getitem__(self, i):
         x = self.images[i]
         return (self.transform(x) if self.transform is not None else x), int(self.targets[i])
-    def subset(self, idx) -> "TensorImageDataset":
+
+    def subset(
+        self,
+        idx,  # 1-D item indices to keep
+    ) -> "TensorImageDataset":  # a dataset of those rows
         "A new dataset with the rows `idx` (same transform)."
         idx = np.asarray(idx, dtype=np.int64)
-        return TensorImageDataset(self.images[torch.as_tensor(idx)], self.targets[idx], self.transform, self.classes)
-
+        return TensorImageDataset(
+            self.images[torch.as_tensor(idx)], self.targets[idx], self.transform, self.classes
+        )
 
 # %% ../nbs/01_data.ipynb #4ab695ad
-def load_digits(split: str = "train", test_fraction: float = 0.2, seed: int = 0,
-                transform: Callable | None = None) -> TensorImageDataset:
-    "scikit-learn's 8×8 digits as `(1, 8, 8)` float tensors in [0, 1]; `split` is 'train', 'test' or 'all'."
+def load_digits(
+    split: str = "train",  # 'train', 'test' or 'all'
+    test_fraction: float = 0.2,  # share of items in the stratified test split
+    seed: int = 0,  # seed of the train/test split
+    # maps one image tensor to one tensor (applied in `__getitem__`), or None
+    transform: Callable | None = None,
+) -> TensorImageDataset:  # (1, 8, 8) images in [0, 1], labels 0..9
+    """scikit-learn's 8×8 digits as `(1, 8, 8)` float tensors in [0, 1]; `split` is 'train', 'test'
+    or 'all'."""
     from sklearn.datasets import load_digits as _sk_load_digits
     from sklearn.model_selection import train_test_split
+
     check_choice("split", split, ["train", "test", "all"])
     check_range("test_fraction", test_fraction, 0, 1, low_inclusive=False, high_inclusive=False)
     d = _sk_load_digits()
@@ -65,22 +98,51 @@ def load_digits(split: str = "train", test_fraction: float = 0.2, seed: int = 0,
     ds = TensorImageDataset(images, targets, transform, classes=[str(c) for c in range(10)])
     if split == "all":
         return ds
-    tr, te = train_test_split(np.arange(len(targets)), test_size=test_fraction, random_state=seed, stratify=targets)
+    tr, te = train_test_split(
+        np.arange(len(targets)), test_size=test_fraction, random_state=seed, stratify=targets
+    )
     return ds.subset(np.sort(tr if split == "train" else te))
 
 # %% ../nbs/01_data.ipynb #8ecfabe7
 TORCHVISION_DATASETS = {
-    "cifar10": ("CIFAR10", "cifar-10-batches-py/ (data_batch_1..5, test_batch, batches.meta) from cifar-10-python.tar.gz"),
+    "cifar10": (
+        "CIFAR10",
+        (
+            "cifar-10-batches-py/ (data_batch_1..5, test_batch, batches.meta) from"
+            " cifar-10-python.tar.gz"
+        ),
+    ),
     "cifar100": ("CIFAR100", "cifar-100-python/ (train, test, meta) from cifar-100-python.tar.gz"),
-    "mnist": ("MNIST", "MNIST/raw/ (train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte)"),
+    "mnist": (
+        "MNIST",
+        (
+            "MNIST/raw/ (train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte,"
+            " t10k-labels-idx1-ubyte)"
+        ),
+    ),
     "fashion_mnist": ("FashionMNIST", "FashionMNIST/raw/ (the same four idx files as MNIST)"),
-    "stl10": ("STL10", "stl10_binary/ (train_X.bin, train_y.bin, test_X.bin, test_y.bin, unlabeled_X.bin, class_names.txt) from stl10_binary.tar.gz"),
+    "stl10": (
+        "STL10",
+        (
+            "stl10_binary/ (train_X.bin, train_y.bin, test_X.bin, test_y.bin, unlabeled_X.bin,"
+            " class_names.txt) from stl10_binary.tar.gz"
+        ),
+    ),
 }
 
-def torchvision_dataset(name: str, root, split: str = "train", download: bool = False,
-                        transform: Callable | None = None):
-    "A torchvision dataset by `name` (see `TORCHVISION_DATASETS`), with `.targets` as an int64 array."
+
+def torchvision_dataset(
+    name: str,  # a key of `TORCHVISION_DATASETS` (e.g. 'cifar10')
+    root,  # folder holding (or receiving) the files
+    split: str = "train",  # 'train' or 'test' (STL-10 also 'unlabeled')
+    download: bool = False,  # fetch missing files (needs network)
+    # maps one image tensor to one tensor (applied in `__getitem__`), or None
+    transform: Callable | None = None,
+):
+    """A torchvision dataset by `name` (see `TORCHVISION_DATASETS`), with `.targets` as an int64
+    array."""
     import torchvision.datasets as tvd
+
     check_choice("name", name, list(TORCHVISION_DATASETS))
     cls_name, layout = TORCHVISION_DATASETS[name]
     cls = getattr(tvd, cls_name)
@@ -97,8 +159,9 @@ def torchvision_dataset(name: str, root, split: str = "train", download: bool = 
         if download:
             raise
         raise FileNotFoundError(
-            f"{name} is not under {root} (torchvision said: {e}). Either pass download=True on a machine with "
-            f"internet access, or place the files as {root}/{layout}.") from None
+            f"{name} is not under {root} (torchvision said: {e}). Either pass download=True on a"
+            f" machine with internet access, or place the files as {root}/{layout}."
+        ) from None
     targets = getattr(ds, "targets", None)
     if targets is None:
         targets = getattr(ds, "labels")
@@ -106,7 +169,11 @@ def torchvision_dataset(name: str, root, split: str = "train", download: bool = 
     return ds
 
 # %% ../nbs/01_data.ipynb #e391ff8f
-def image_folder_dataset(root, transform: Callable | None = None):
+def image_folder_dataset(
+    root,  # folder laid out as `root/<class>/<image>`
+    # maps one image tensor to one tensor (applied in `__getitem__`), or None
+    transform: Callable | None = None,
+):
     "torchvision `ImageFolder` over `root/<class>/<image>`, with `.targets` as an int64 array."
     from torchvision.datasets import ImageFolder
     root = Path(root)
@@ -119,22 +186,30 @@ def image_folder_dataset(root, transform: Callable | None = None):
 
 # %% ../nbs/01_data.ipynb #c1b78ca5
 def _csv_table(path: Path, encoding: str = "utf-8") -> list:
-    "The data rows of a CSV file as dicts (header → cell) plus `_line`, the line each row starts on."
+    """The data rows of a CSV file as dicts (header → cell) plus `_line`, the line each row starts
+    on."""
     if not path.exists():
         raise FileNotFoundError(f"`csv_path` does not exist: {path}")
     if not path.is_file():
         raise ValueError(f"`csv_path` must be a CSV file; {path} is a folder")
     raw = path.read_bytes()
     try:
-        text = raw.decode("utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding)
+        text = raw.decode(
+            "utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
+        )
     except LookupError:
-        raise ValueError(f"`encoding`={encoding!r} is not an encoding Python knows (e.g. 'utf-8', 'latin-1')") from None
+        raise ValueError(
+            f"`encoding`={encoding!r} is not an encoding Python knows (e.g. 'utf-8', 'latin-1')"
+        ) from None
     except UnicodeDecodeError as e:
-        line = raw[:e.start].count(b"\n") + 1
-        raise ValueError(f"{path} is not {encoding} text: byte 0x{raw[e.start]:02x} on line {line} cannot be decoded "
-                         f"({e.reason}); save the file as UTF-8, or pass its encoding (e.g. encoding='latin-1')") from None
+        line = raw[: e.start].count(b"\n") + 1
+        raise ValueError(
+            f"{path} is not {encoding} text: byte 0x{raw[e.start]:02x} on line {line} cannot be"
+            f" decoded ({e.reason}); save the file as UTF-8, or pass its encoding (e.g."
+            " encoding='latin-1')"
+        ) from None
     if "\0" in text:
-        line = text[:text.index("\0")].count("\n") + 1
+        line = text[: text.index("\0")].count("\n") + 1
         raise ValueError(f"{path} holds a NUL byte on line {line}: it is not a text CSV file")
     reader = csv.reader(io.StringIO(text.lstrip("\ufeff"), newline=""), strict=True)
     header, rows, start = None, [], 1
@@ -142,19 +217,25 @@ def _csv_table(path: Path, encoding: str = "utf-8") -> list:
         for cells in reader:
             line, start = start, reader.line_num + 1
             if not cells or (len(cells) == 1 and not cells[0].strip()):
-                continue                                   # a blank line
+                continue  # a blank line
             if header is None:
                 header = cells
                 dup = sorted({c for c in cells if cells.count(c) > 1})
                 if dup:
-                    raise ValueError(f"{path} line {line}: the header names column(s) {dup} more than once")
+                    raise ValueError(
+                        f"{path} line {line}: the header names column(s) {dup} more than once"
+                    )
                 continue
             if len(cells) != len(header):
-                raise ValueError(f"{path} line {line} has {len(cells)} field(s) but the header has {len(header)} "
-                                 f"{header[:8]}; quote fields that contain the delimiter")
+                raise ValueError(
+                    f"{path} line {line} has {len(cells)} field(s) but the header has {len(header)}"
+                    f" {header[:8]}; quote fields that contain the delimiter"
+                )
             rows.append(dict(zip(header, cells), _line=str(line)))
     except csv.Error as e:
-        raise ValueError(f"{path} line {reader.line_num} is not valid CSV ({e}); check its quotes") from None
+        raise ValueError(
+            f"{path} line {reader.line_num} is not valid CSV ({e}); check its quotes"
+        ) from None
     if header is None:
         raise ValueError(f"{path} is empty: it needs a header row and one row per image")
     if not rows:
@@ -166,26 +247,35 @@ _MISSING_LABELS = {"", "nan", "na", "n/a", "none", "null"}
 _INT_RE = re.compile(r"[+-]?\d+")
 _NUMBER_RE = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
+
 def _csv_value(text: str):
-    "A CSV cell as `None` (missing), an `int` (an integer, also written `2.0`), a `float` (not whole) or a `str`."
+    """A CSV cell as `None` (missing), an `int` (an integer, also written `2.0`), a `float` (not
+    whole) or a `str`."""
     s = text.strip()
     if s.lower() in _MISSING_LABELS:
         return None
     if _INT_RE.fullmatch(s):
-        return int(s) if len(s.lstrip("+-")) <= 18 else float("inf")   # 19+ digits do not fit in int64
+        # 19+ digits do not fit in int64
+        return int(s) if len(s.lstrip("+-")) <= 18 else float("inf")
     if _NUMBER_RE.fullmatch(s):
         f = float(s)
-        return int(f) if f.is_integer() and abs(f) < 2 ** 63 else f
+        return int(f) if f.is_integer() and abs(f) < 2**63 else f
     return s
+
 
 def _csv_targets(path: Path, rows: list, col: str, classes=None, unlabeled: bool = False):
     "`(targets, classes)` from column `col` of the rows; every refusal names the CSV lines."
-    lines = lambda bad: ", ".join(f"line {r['_line']}: {r[col].strip()[:40]!r}" for r in bad[:5]) + (" …" if len(bad) > 5 else "")
+    lines = lambda bad: ", ".join(
+        f"line {r['_line']}: {r[col].strip()[:40]!r}" for r in bad[:5]
+    ) + (" …" if len(bad) > 5 else "")
     vals = [_csv_value(r[col]) for r in rows]
     missing = [r for r, v in zip(rows, vals) if v is None]
     if missing and not unlabeled:
-        raise ValueError(f"{len(missing)} row(s) of {path} have no label in column {col!r} ({lines(missing)}); fill "
-                         "them in, drop those rows, or pass unlabeled=True to keep them as unlabeled items (target -1)")
+        raise ValueError(
+            f"{len(missing)} row(s) of {path} have no label in column {col!r} ({lines(missing)});"
+            " fill them in, drop those rows, or pass unlabeled=True to keep them as unlabeled"
+            " items (target -1)"
+        )
     if classes is not None:
         if isinstance(classes, (int, np.integer)) and not isinstance(classes, bool):
             names = list(range(check_int("classes", classes, 1)))
@@ -197,17 +287,24 @@ def _csv_targets(path: Path, rows: list, col: str, classes=None, unlabeled: bool
         ids = [-1 if v is None else to_id(v, r[col].strip()) for r, v in zip(rows, vals)]
         bad = [r for r, k in zip(rows, ids) if k is None]
         if bad:
-            raise ValueError(f"{len(bad)} row(s) of {path} have a label outside `classes`={names}: {lines(bad)}")
+            raise ValueError(
+                f"{len(bad)} row(s) of {path} have a label outside `classes`={names}: {lines(bad)}"
+            )
         return np.asarray(ids, dtype=np.int64), names
     texts = [r for r, v in zip(rows, vals) if isinstance(v, str)]
     numbers = [r for r, v in zip(rows, vals) if isinstance(v, (int, float))]
     if texts and numbers:
-        raise ValueError(f"column {col!r} of {path} mixes class ids ({lines(numbers[:1])}) and names ({lines(texts[:1])}); "
-                         "make the labels all integers or all names, or list the names in `classes`")
+        raise ValueError(
+            f"column {col!r} of {path} mixes class ids ({lines(numbers[:1])}) and names"
+            f" ({lines(texts[:1])}); make the labels all integers or all names, or list the names"
+            " in `classes`"
+        )
     odd = [r for r, v in zip(rows, vals) if isinstance(v, float)]
     if odd:
-        raise ValueError(f"column {col!r} of {path} holds number(s) that are not integer class ids ({lines(odd)}); "
-                         "labels must be whole numbers within int64, or names")
+        raise ValueError(
+            f"column {col!r} of {path} holds number(s) that are not integer class ids"
+            f" ({lines(odd)}); labels must be whole numbers within int64, or names"
+        )
     found = sorted({v for v in vals if v is not None})
     if texts:
         lookup = {c: k for k, c in enumerate(found)}
@@ -218,74 +315,143 @@ def _csv_targets(path: Path, rows: list, col: str, classes=None, unlabeled: bool
 class CSVImageDataset(Dataset):
     """Images listed in a CSV file: one row per image with a path column and a label column.
 
-    Labels are integer ids (`2.0` counts as 2) or names (ids in sorted order); see the rules above. Every error
+    Labels are integer ids (`2.0` counts as 2) or names (ids in sorted order). A missing label
+    (empty, `nan`, `NA`, `None`, `null`) is an error unless `unlabeled=True` (target -1); a
+    column mixing numbers and names, or a number that is not whole, is refused. Every error
     names the CSV file and line."""
-    def __init__(self, csv_path, image_col: str = "image", label_col: str = "label",
-                 transform: Callable | None = None, root=None, where: dict | None = None, classes=None,
-                 unlabeled: bool = False,   # an empty/`nan` label marks an unlabeled item (target -1) instead of an error
-                 encoding: str = "utf-8"):  # the CSV's text encoding; a UTF-8 byte-order mark is accepted
+
+    def __init__(
+        self,
+        csv_path,  # the CSV file
+        image_col: str = "image",  # column holding each image's path
+        label_col: str = "label",  # column holding each label
+        # maps one image tensor to one tensor (applied in `__getitem__`), or None
+        transform: Callable | None = None,
+        root=None,  # folder relative image paths start from; None: the CSV's folder
+        # column → value: keep only rows where every column equals its value
+        where: dict | None = None,
+        classes=None,  # declared label set: names, or `n` for ids 0..n-1; None: the labels found
+        # an empty/`nan` label marks an unlabeled item (target -1) instead of an error
+        unlabeled: bool = False,
+        encoding: str = "utf-8",  # the CSV's text encoding; a UTF-8 byte-order mark is accepted
+    ):
         from PIL import Image  # noqa: F401  (fail early if Pillow is missing)
+
         self.csv_path = Path(csv_path)
         rows = _csv_table(self.csv_path, encoding)
-        for col, arg in [(image_col, "image_col"), (label_col, "label_col")] + [(c, "where") for c in (where or {})]:
+        for col, arg in [(image_col, "image_col"), (label_col, "label_col")] + [
+            (c, "where") for c in where or {}
+        ]:
             if col not in rows[0]:
-                raise ValueError(f"`{arg}`={col!r} is not a column of {self.csv_path}; columns: {list(rows[0])[:-1]}")
+                raise ValueError(
+                    f"`{arg}`={col!r} is not a column of {self.csv_path}; columns:"
+                    f" {list(rows[0])[:-1]}"
+                )
         if where:
-            same = lambda cell, v: cell == str(v) or (not isinstance(v, bool) and isinstance(v, (int, float))
-                                                      and _csv_value(cell) == v)
+            same = lambda cell, v: cell == str(v) or (
+                not isinstance(v, bool) and isinstance(v, (int, float)) and _csv_value(cell) == v
+            )
             rows = [r for r in rows if all(same(r[c], v) for c, v in where.items())]
             if not rows:
                 raise ValueError(f"no row of {self.csv_path} matches `where`={where}")
         self.rows = rows
         empty = [r["_line"] for r in rows if not r[image_col].strip()]
         if empty:
-            raise ValueError(f"{len(empty)} row(s) of {self.csv_path} have no image path in column {image_col!r}: "
-                             + ", ".join(f"line {ln}" for ln in empty[:5]))
+            raise ValueError(
+                f"{len(empty)} row(s) of {self.csv_path} have no image path in column"
+                f" {image_col!r}: "
+                + ", ".join(f"line {ln}" for ln in empty[:5])
+            )
         base = Path(root) if root is not None else self.csv_path.parent
-        self.paths = [Path(r[image_col]) if Path(r[image_col]).is_absolute() else base / r[image_col] for r in rows]
+        self.paths = [
+            Path(r[image_col]) if Path(r[image_col]).is_absolute() else base / r[image_col]
+            for r in rows
+        ]
         missing = [f"line {r['_line']}: {p}" for r, p in zip(rows, self.paths) if not p.is_file()]
         if missing:
-            raise FileNotFoundError(f"{len(missing)} image(s) listed in {self.csv_path} do not exist (or are not "
-                                    f"files): {missing[:3]}")
-        self.targets, self.classes = _csv_targets(self.csv_path, rows, label_col, classes, unlabeled)
+            raise FileNotFoundError(
+                f"{len(missing)} image(s) listed in {self.csv_path} do not exist (or are not "
+                f"files): {missing[:3]}"
+            )
+        self.targets, self.classes = _csv_targets(
+            self.csv_path, rows, label_col, classes, unlabeled
+        )
         self.transform = transform
-    def __len__(self): return len(self.paths)
-    def row_name(self, i: int) -> str:
+
+    def __len__(self):
+        return len(self.paths)
+
+    def row_name(
+        self,
+        i: int,  # item index
+    ) -> str:  # '<csv file>:<line>'
         "Where item `i` comes from: the CSV file and line."
         return f"{self.csv_path} line {self.rows[i]['_line']}"
-    def column(self, name: str) -> np.ndarray:
-        "Another column of the CSV for the kept rows (ints where every value is an integer id, else the text)."
+
+    def column(
+        self,
+        name: str,  # a column of the CSV
+    ) -> np.ndarray:  # (n,) values for the kept rows
+        """Another column of the CSV for the kept rows (ints where every value is an integer id,
+        else the text)."""
         if name not in self.rows[0] or name == "_line":
-            raise ValueError(f"`name`={name!r} is not a column of {self.csv_path}; columns: {list(self.rows[0])[:-1]}")
+            raise ValueError(
+                f"`name`={name!r} is not a column of {self.csv_path}; columns:"
+                f" {list(self.rows[0])[:-1]}"
+            )
         vals = [_csv_value(r[name]) for r in self.rows]
-        if all(isinstance(v, int) and abs(v) < 2 ** 63 for v in vals):
+        if all(isinstance(v, int) and abs(v) < 2**63 for v in vals):
             return np.asarray(vals, dtype=np.int64)
         return np.asarray([r[name] for r in self.rows])
+
     def __getitem__(self, i):
         from PIL import Image
+
         with Image.open(self.paths[i]) as im:
             x = im.convert("RGB")
         return (self.transform(x) if self.transform is not None else x), int(self.targets[i])
 
-def csv_image_dataset(csv_path, image_col="image", label_col="label", transform=None, root=None,
-                      where: dict | None = None, classes=None, unlabeled: bool = False,
-                      encoding: str = "utf-8") -> CSVImageDataset:
-    "Images listed in a CSV (see `CSVImageDataset`); `where` keeps the rows whose columns equal the given values."
-    return CSVImageDataset(csv_path, image_col, label_col, transform, root, where, classes, unlabeled, encoding)
+
+def csv_image_dataset(
+    csv_path,  # the CSV file
+    image_col="image",  # column holding each image's path
+    label_col="label",  # column holding each label
+    transform=None,  # maps one image tensor to one tensor (applied in `__getitem__`), or None
+    root=None,  # folder relative image paths start from; None: the CSV's folder
+    where: dict | None = None,  # column → value: keep only rows where every column equals its value
+    classes=None,  # declared label set: names, or `n` for ids 0..n-1; None: the labels found
+    # an empty/`nan` label marks an unlabeled item (target -1) instead of an error
+    unlabeled: bool = False,
+    encoding: str = "utf-8",  # the CSV's text encoding
+) -> CSVImageDataset:  # the dataset
+    """Images listed in a CSV (see `CSVImageDataset`); `where` keeps the rows whose columns equal
+    the given values."""
+    return CSVImageDataset(
+        csv_path, image_col, label_col, transform, root, where, classes, unlabeled, encoding
+    )
 
 # %% ../nbs/01_data.ipynb #3c00dd57
-def item_paths(ds) -> list | None:
-    "The image file of each item of a file-backed dataset (`CSVImageDataset`, torchvision `ImageFolder`), else None."
-    if isinstance(getattr(ds, "paths", None), list): return ds.paths
-    if isinstance(getattr(ds, "samples", None), list): return [p for p, _ in ds.samples]
+def item_paths(
+    ds,  # a dataset
+) -> list | None:  # one path per item, or None when not file-backed
+    """The image file of each item of a file-backed dataset (`CSVImageDataset`, torchvision
+    `ImageFolder`), else None."""
+    if isinstance(getattr(ds, "paths", None), list):
+        return ds.paths
+    if isinstance(getattr(ds, "samples", None), list):
+        return [p for p, _ in ds.samples]
     return None
 
 
-_FILE_DIGESTS: dict = {}        # (st_dev, st_ino, size, mtime_ns, ctime_ns) → SHA-256 of the file's bytes
+# (st_dev, st_ino, size, mtime_ns, ctime_ns) → SHA-256 of the file's bytes
+_FILE_DIGESTS: dict = {}
+
 
 def _file_key(st: os.stat_result) -> tuple:
-    "A file's identity and times: any write changes the change time (ctime), which no user can set back."
+    """A file's identity and times: any write changes the change time (ctime), which no user can
+    set back."""
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
 
 def _file_digest(path) -> str:
     "SHA-256 of a file's bytes, cached per process under `_file_key` (taken before the read)."
@@ -294,53 +460,117 @@ def _file_digest(path) -> str:
         _FILE_DIGESTS[key] = file_sha256(path)
     return _FILE_DIGESTS[key]
 
-def dataset_fingerprint(ds) -> str:
-    "SHA-256 (hex) of a dataset's length, labels and content (tensor bytes or file bytes); not paths or mtimes."
+
+def dataset_fingerprint(
+    ds,  # a dataset (tensor-backed or file-backed)
+) -> str:  # 64 hex digits
+    """SHA-256 (hex) of a dataset's length, labels and content (tensor bytes or file bytes); not
+    paths or mtimes."""
     h = hashlib.sha256(f"contrastive_nb.dataset/2\0{len(ds)}\0".encode())
     t = getattr(ds, "targets", None)
     if t is not None:
-        h.update(np.ascontiguousarray(np.asarray(t.cpu() if isinstance(t, torch.Tensor) else t), dtype=np.int64).tobytes())
-    arr = next((a for a in (getattr(ds, "images", None), getattr(ds, "data", None))
-                if isinstance(a, (torch.Tensor, np.ndarray))), None)
+        h.update(
+            np.ascontiguousarray(
+                np.asarray(t.cpu() if isinstance(t, torch.Tensor) else t), dtype=np.int64
+            ).tobytes()
+        )
+    arr = next(
+        (
+            a
+            for a in (getattr(ds, "images", None), getattr(ds, "data", None))
+            if isinstance(a, (torch.Tensor, np.ndarray))
+        ),
+        None,
+    )
     if arr is not None:
-        arr = arr.detach().cpu().contiguous().numpy() if isinstance(arr, torch.Tensor) else np.ascontiguousarray(arr)
-        h.update(f"{arr.dtype.str}{arr.shape}".encode()); h.update(arr.tobytes())
-    for p in (item_paths(ds) or []):
+        arr = (
+            arr.detach().cpu().contiguous().numpy()
+            if isinstance(arr, torch.Tensor)
+            else np.ascontiguousarray(arr)
+        )
+        h.update(f"{arr.dtype.str}{arr.shape}".encode())
+        h.update(arr.tobytes())
+    for p in item_paths(ds) or []:
         h.update(bytes.fromhex(_file_digest(p)))
     return h.hexdigest()
 
 # %% ../nbs/01_data.ipynb #f4be866e
 def _item_shape(ds, i: int):
-    "The shape of item `i` after the dataset's transform (None when it is not a tensor), without moving any RNG."
+    """The shape of item `i` after the dataset's transform (None when it is not a tensor), without
+    moving any RNG."""
     with torch.random.fork_rng(devices=[]):
         x = ds[int(i)][0]
     return tuple(x.shape) if isinstance(x, torch.Tensor) else None
 
-def check_dataset(ds, name: str = "dataset", num_classes: int | None = None, allow_unlabeled: bool = False,
-                  files: bool = True,
-                  progress: bool | None = None) -> int:   # a bar over the files; None: when there are more than 2,000
+
+def _check_item_shapes(ds, name: str, headers: dict, where) -> None:
+    "Refuse items whose shapes after the transform differ: one item per kind of file is loaded."
+    if len(headers) > 1:
+        shapes = {}
+        for k, idx in headers.items():
+            try:
+                shapes[k] = _item_shape(ds, idx[0])
+            except Exception as e:
+                raise ValueError(
+                    f"`{name}`: {where(idx[0])}: the dataset's transform fails on it "
+                    f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
+                ) from None
+        if None not in shapes.values() and len(set(shapes.values())) > 1:
+            count = {}
+            for k, s in shapes.items():
+                count[s] = count.get(s, 0) + len(headers[k])
+            common = max(count, key=count.get)
+            odd = sorted(
+                (i, shapes[k]) for k, idx in headers.items() if shapes[k] != common for i in idx
+            )
+            raise ValueError(
+                f"`{name}` items differ in shape after the transform: {count[common]} item(s) give "
+                f"{common}, but "
+                + "; ".join(f"{where(i)} gives {s}" for i, s in odd[:3])
+                + (f" (and {len(odd) - 3} more)" if len(odd) > 3 else "")
+                + "; resize them to one shape in the dataset's transform (e.g. Resize)"
+            )
+
+
+def check_dataset(
+    ds,  # the dataset to check
+    name: str = "dataset",  # what errors call it (e.g. 'labeled')
+    num_classes: int | None = None,  # labels must be < this; None: no upper bound
+    allow_unlabeled: bool = False,  # accept label -1 as an unlabeled item
+    files: bool = True,  # open every image file of a file-backed dataset
+    progress: bool | None = None,  # a bar over the files; None: when there are more than 2,000
+) -> int:  # the number of items
     """Refuse, before training, a dataset that would fail (or mislead) mid-run; returns its length.
 
-    Checks: at least one item; integer labels, none negative (with `allow_unlabeled`, -1 marks an unlabeled item)
-    and none ≥ `num_classes`; and, for file-backed datasets (`CSVImageDataset`, `ImageFolder`) when `files`, every
-    image file exists, is not empty and decodes, and every item has the same shape after the transform. Each error
-    names the argument and the item (file, CSV line)."""
+    Checks: at least one item; integer labels, none negative (with `allow_unlabeled`, -1 marks
+    an unlabeled item) and none ≥ `num_classes`; and, for file-backed datasets
+    (`CSVImageDataset`, `ImageFolder`) when `files`, every image file exists, is not empty and
+    decodes, and every item has the same shape after the transform. Each error names the
+    argument and the item (file, CSV line)."""
     from tqdm.auto import tqdm
+
     try:
         n = len(ds)
     except TypeError:
-        raise ValueError(f"`{name}` must be a map-style dataset with a length; got {type(ds).__name__}") from None
+        raise ValueError(
+            f"`{name}` must be a map-style dataset with a length; got {type(ds).__name__}"
+        ) from None
     if n == 0:
         raise ValueError(f"`{name}` has no items")
     paths = item_paths(ds)
+
     def where(i):
-        if hasattr(ds, "row_name"): return ds.row_name(int(i))
+        if hasattr(ds, "row_name"):
+            return ds.row_name(int(i))
         return f"item {int(i)}" + (f" ({paths[int(i)]})" if paths is not None else "")
+
     t = getattr(ds, "targets", None)
     if t is not None:
         t = np.asarray(t.cpu() if isinstance(t, torch.Tensor) else t)
         if t.shape != (n,):
-            raise ValueError(f"`{name}`.targets has shape {t.shape}; expected ({n},), one label per item")
+            raise ValueError(
+                f"`{name}`.targets has shape {t.shape}; expected ({n},), one label per item"
+            )
         if not np.issubdtype(t.dtype, np.integer):
             raise ValueError(f"`{name}` labels must be integer class ids; got dtype {t.dtype}")
         low = -1 if allow_unlabeled else 0
@@ -348,18 +578,22 @@ def check_dataset(ds, name: str = "dataset", num_classes: int | None = None, all
         if out.any():
             bad = np.flatnonzero(out)
             hi = f"{num_classes - 1}" if num_classes is not None else "inf"
-            raise ValueError(f"`{name}` has {len(bad)} label(s) outside [{low}, {hi}]: "
-                             + ", ".join(f"{where(i)}: {t[i]}" for i in bad[:5]))
+            raise ValueError(
+                f"`{name}` has {len(bad)} label(s) outside [{low}, {hi}]: "
+                + ", ".join(f"{where(i)}: {t[i]}" for i in bad[:5])
+            )
     if not files or paths is None:
         return n
     from PIL import Image
-    headers = {}                                         # (width, height, mode) → item indices
+
+    headers = {}  # (width, height, mode) → item indices
     bar = progress if progress is not None else len(paths) > 2000
     for i, p in enumerate(tqdm(paths, desc=f"checking {name}", unit="file", disable=not bar)):
         p = Path(p)
         if not p.is_file():
             raise FileNotFoundError(f"`{name}`: {where(i)}: image file {p} does not exist")
-        key = _file_key(p.stat())                        # before the read: a write during it changes the key
+        # before the read: a write during it changes the key
+        key = _file_key(p.stat())
         data = p.read_bytes()
         if not data:
             raise ValueError(f"`{name}`: {where(i)}: image file {p} is empty (0 bytes)")
@@ -370,31 +604,22 @@ def check_dataset(ds, name: str = "dataset", num_classes: int | None = None, all
                 im.load()
                 headers.setdefault((*im.size, im.mode), []).append(i)
         except Exception as e:
-            raise ValueError(f"`{name}`: {where(i)}: {p} is not a readable image ({type(e).__name__}: {e})") from None
-        _FILE_DIGESTS[key] = hashlib.sha256(data).hexdigest()   # dataset_fingerprint reuses this read
-    if len(headers) > 1:                                 # one item per kind of file through the transform
-        shapes = {}
-        for k, idx in headers.items():
-            try:
-                shapes[k] = _item_shape(ds, idx[0])
-            except Exception as e:
-                raise ValueError(f"`{name}`: {where(idx[0])}: the dataset's transform fails on it "
-                                 f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
-        if None not in shapes.values() and len(set(shapes.values())) > 1:
-            count = {}
-            for k, s in shapes.items():
-                count[s] = count.get(s, 0) + len(headers[k])
-            common = max(count, key=count.get)
-            odd = sorted((i, shapes[k]) for k, idx in headers.items() if shapes[k] != common for i in idx)
-            raise ValueError(f"`{name}` items differ in shape after the transform: {count[common]} item(s) give "
-                             f"{common}, but " + "; ".join(f"{where(i)} gives {s}" for i, s in odd[:3])
-                             + (f" (and {len(odd) - 3} more)" if len(odd) > 3 else "")
-                             + "; resize them to one shape in the dataset's transform (e.g. Resize)")
+            raise ValueError(
+                f"`{name}`: {where(i)}: {p} is not a readable image ({type(e).__name__}: {e})"
+            ) from None
+        # dataset_fingerprint reuses this read
+        _FILE_DIGESTS[key] = hashlib.sha256(data).hexdigest()
+    _check_item_shapes(ds, name, headers, where)
     return n
 
 # %% ../nbs/01_data.ipynb #89457ec9
-def labeled_fraction_split(labels, fraction: float, seed: int = 0):
-    "Per-class stratified `(labeled_idx, unlabeled_idx)`: round(fraction·n_c) of each class, at least one."
+def labeled_fraction_split(
+    labels,  # (n,) integer class labels, one per item
+    fraction: float,  # share of each class to label, in (0, 1]
+    seed: int = 0,  # seed of NumPy's `default_rng`: same inputs, same indices
+):
+    """Per-class stratified `(labeled_idx, unlabeled_idx)`: round(fraction·n_c) of each class, at
+    least one."""
     y = label_vector(labels, low=None)
     check_range("fraction", fraction, 0, 1, low_inclusive=False)
     check_int("seed", seed, 0)
@@ -409,7 +634,11 @@ def labeled_fraction_split(labels, fraction: float, seed: int = 0):
     return labeled, unlabeled
 
 # %% ../nbs/01_data.ipynb #23fb53d1
-def k_shot_split(labels, k: int, seed: int = 0) -> np.ndarray:
+def k_shot_split(
+    labels,  # (n,) integer class labels, one per item
+    k: int,  # items per class, ≥ 1
+    seed: int = 0,  # seed of NumPy's `default_rng`: same inputs, same indices
+) -> np.ndarray:  # sorted int64 indices
     "Indices of `k` items per class (all of a class that has fewer, with a warning)."
     y = label_vector(labels, low=None)
     k = check_int("k", k, 1)
@@ -422,13 +651,21 @@ def k_shot_split(labels, k: int, seed: int = 0) -> np.ndarray:
             short.append((int(c), len(idx)))
         out.append(rng.choice(idx, size=min(k, len(idx)), replace=False))
     if short:
-        warnings.warn(f"k_shot_split: {len(short)} class(es) have fewer than k={k} items and are taken whole: "
-                      f"{short[:10]} (class, count)")
+        warnings.warn(
+            f"k_shot_split: {len(short)} class(es) have fewer than k={k} items and are taken whole:"
+            f" {short[:10]} (class, count)"
+        )
     return np.sort(np.concatenate(out))
 
 # %% ../nbs/01_data.ipynb #c7493bc0
-def long_tail_subsample(labels, imbalance_ratio: float, seed: int = 0, order=None) -> np.ndarray:
-    "Indices of an exponentially long-tailed subsample; the head/tail count ratio is `imbalance_ratio` (≥ 1)."
+def long_tail_subsample(
+    labels,  # (n,) integer class labels, one per item
+    imbalance_ratio: float,  # ρ ≥ 1: head class count / tail class count
+    seed: int = 0,  # seed of NumPy's `default_rng`: same inputs, same indices
+    order=None,  # class ids from head to tail; None: by class id
+) -> np.ndarray:  # sorted int64 indices
+    """Indices of an exponentially long-tailed subsample; the head/tail count ratio is
+    `imbalance_ratio` (≥ 1)."""
     y = label_vector(labels, low=None)
     check_range("imbalance_ratio", imbalance_ratio, 1)
     check_int("seed", seed, 0)
@@ -444,8 +681,14 @@ def long_tail_subsample(labels, imbalance_ratio: float, seed: int = 0, order=Non
     return np.sort(np.concatenate(out))
 
 # %% ../nbs/01_data.ipynb #a7ae2af5
-def noisy_labels(labels, rate: float, seed: int = 0, kind: str = "symmetric", transition=None,
-                 return_index: bool = False):
+def noisy_labels(
+    labels,  # (n,) integer class labels, one per item
+    rate: float,  # share of labels to change, in [0, 1]
+    seed: int = 0,  # seed of NumPy's `default_rng`: same inputs, same indices
+    kind: str = "symmetric",  # 'symmetric', 'pairflip' or 'transition'
+    transition=None,  # (C, C) row-stochastic matrix, zero diagonal (kind='transition')
+    return_index: bool = False,  # also return the indices of the changed labels
+):
     "A copy of `labels` with exactly round(rate·N) labels changed to a different class."
     y = label_vector(labels, low=None)
     check_range("rate", rate, 0, 1)
@@ -458,31 +701,157 @@ def noisy_labels(labels, rate: float, seed: int = 0, kind: str = "symmetric", tr
     rng = np.random.default_rng(seed)
     n_flip = int(round(rate * len(y)))
     flip = np.sort(rng.choice(len(y), size=n_flip, replace=False))
-    pos = np.searchsorted(classes, y)               # class position 0..C-1
+    pos = np.searchsorted(classes, y)  # class position 0..C-1
     noisy = y.copy()
     if kind == "symmetric":
-        shift = rng.integers(1, C, size=n_flip)     # 1..C-1: never the same class
+        shift = rng.integers(1, C, size=n_flip)  # 1..C-1: never the same class
         noisy[flip] = classes[(pos[flip] + shift) % C]
     elif kind == "pairflip":
         noisy[flip] = classes[(pos[flip] + 1) % C]
     else:
         T = np.asarray(transition, dtype=float) if transition is not None else None
-        if T is None or T.shape != (C, C) or (T < 0).any() or not np.allclose(T.sum(1), 1) or np.any(np.diag(T) != 0):
-            raise ValueError(f"`transition` must be a {C}×{C} row-stochastic matrix with a zero diagonal for kind='transition'")
+        if (
+            T is None
+            or T.shape != (C, C)
+            or (T < 0).any()
+            or not np.allclose(T.sum(1), 1)
+            or np.any(np.diag(T) != 0)
+        ):
+            raise ValueError(
+                f"`transition` must be a {C}×{C} row-stochastic matrix with a zero diagonal for"
+                " kind='transition'"
+            )
         noisy[flip] = classes[[rng.choice(C, p=T[p]) for p in pos[flip]]]
     return (noisy, flip) if return_index else noisy
 
 # %% ../nbs/01_data.ipynb #8d79c67d
-CIFAR100_FINE_TO_COARSE = np.array([
-    4, 1, 14, 8, 0, 6, 7, 7, 18, 3, 3, 14, 9, 18, 7, 11, 3, 9, 7, 11, 6, 11, 5, 10, 7, 6, 13, 15, 3, 15,
-    0, 11, 1, 10, 12, 14, 16, 9, 11, 5, 5, 19, 8, 8, 15, 13, 14, 17, 18, 10, 16, 4, 17, 4, 2, 0, 17, 4, 18, 17,
-    10, 3, 2, 12, 12, 16, 12, 1, 9, 19, 2, 10, 0, 1, 16, 12, 9, 13, 15, 13, 16, 19, 2, 4, 6, 19, 5, 5, 8, 19,
-    18, 1, 2, 15, 6, 0, 17, 8, 14, 13], dtype=np.int64)
-CIFAR100_SUPERCLASSES = ["aquatic_mammals", "fish", "flowers", "food_containers", "fruit_and_vegetables",
-    "household_electrical_devices", "household_furniture", "insects", "large_carnivores",
-    "large_man-made_outdoor_things", "large_natural_outdoor_scenes", "large_omnivores_and_herbivores",
-    "medium_mammals", "non-insect_invertebrates", "people", "reptiles", "small_mammals", "trees",
-    "vehicles_1", "vehicles_2"]
+CIFAR100_FINE_TO_COARSE = np.array(
+    [
+        4,
+        1,
+        14,
+        8,
+        0,
+        6,
+        7,
+        7,
+        18,
+        3,
+        3,
+        14,
+        9,
+        18,
+        7,
+        11,
+        3,
+        9,
+        7,
+        11,
+        6,
+        11,
+        5,
+        10,
+        7,
+        6,
+        13,
+        15,
+        3,
+        15,
+        0,
+        11,
+        1,
+        10,
+        12,
+        14,
+        16,
+        9,
+        11,
+        5,
+        5,
+        19,
+        8,
+        8,
+        15,
+        13,
+        14,
+        17,
+        18,
+        10,
+        16,
+        4,
+        17,
+        4,
+        2,
+        0,
+        17,
+        4,
+        18,
+        17,
+        10,
+        3,
+        2,
+        12,
+        12,
+        16,
+        12,
+        1,
+        9,
+        19,
+        2,
+        10,
+        0,
+        1,
+        16,
+        12,
+        9,
+        13,
+        15,
+        13,
+        16,
+        19,
+        2,
+        4,
+        6,
+        19,
+        5,
+        5,
+        8,
+        19,
+        18,
+        1,
+        2,
+        15,
+        6,
+        0,
+        17,
+        8,
+        14,
+        13,
+    ],
+    dtype=np.int64,
+)
+CIFAR100_SUPERCLASSES = [
+    "aquatic_mammals",
+    "fish",
+    "flowers",
+    "food_containers",
+    "fruit_and_vegetables",
+    "household_electrical_devices",
+    "household_furniture",
+    "insects",
+    "large_carnivores",
+    "large_man-made_outdoor_things",
+    "large_natural_outdoor_scenes",
+    "large_omnivores_and_herbivores",
+    "medium_mammals",
+    "non-insect_invertebrates",
+    "people",
+    "reptiles",
+    "small_mammals",
+    "trees",
+    "vehicles_1",
+    "vehicles_2",
+]
 COARSE_SCHEMES = {
     "cifar10_animals_vehicles": (np.array([1, 1, 0, 0, 0, 0, 0, 0, 1, 1]), ["animal", "vehicle"]),
     "cifar100_superclasses": (CIFAR100_FINE_TO_COARSE, CIFAR100_SUPERCLASSES),
@@ -490,19 +859,30 @@ COARSE_SCHEMES = {
     "mnist_lt5": (np.array([0] * 5 + [1] * 5), ["<5", ">=5"]),
 }
 
-def coarse_labels(labels, scheme: str) -> np.ndarray:
+
+def coarse_labels(
+    labels,  # (n,) fine class labels
+    scheme: str,  # a key of `COARSE_SCHEMES`
+) -> np.ndarray:  # (n,) coarse labels
     "Map fine labels to coarse ones with a named `scheme` (see `COARSE_SCHEMES`)."
     check_choice("scheme", scheme, list(COARSE_SCHEMES))
     y = label_vector(labels, low=None)
     table, _ = COARSE_SCHEMES[scheme]
     if y.min() < 0 or y.max() >= len(table):
-        raise ValueError(f"`labels` must be fine class ids in [0, {len(table) - 1}] for scheme {scheme!r}")
+        raise ValueError(
+            f"`labels` must be fine class ids in [0, {len(table) - 1}] for scheme {scheme!r}"
+        )
     return table[y]
 
 # %% ../nbs/01_data.ipynb #bcbc7410
-def coarse_u_subsample(fine_labels, scheme: str = "cifar100_superclasses", keep=(500, 250, 100, 50, 50),
-                       seed: int = 0) -> np.ndarray:
-    "Indices keeping `keep[r]` items of the fine class ranked `r` (by class index) inside each coarse class."
+def coarse_u_subsample(
+    fine_labels,  # (n,) fine class labels
+    scheme: str = "cifar100_superclasses",  # a key of `COARSE_SCHEMES`
+    keep=(500, 250, 100, 50, 50),  # items kept of the fine class ranked r inside each coarse class
+    seed: int = 0,  # seed of NumPy's `default_rng`: same inputs, same indices
+) -> np.ndarray:  # sorted int64 indices
+    """Indices keeping `keep[r]` items of the fine class ranked `r` (by class index) inside each
+    coarse class."""
     y = label_vector(fine_labels, name="fine_labels", low=None)
     coarse = coarse_labels(y, scheme)
     keep = [check_int("keep", k, 0) for k in keep]
@@ -511,87 +891,145 @@ def coarse_u_subsample(fine_labels, scheme: str = "cifar100_superclasses", keep=
     for c in np.unique(coarse):
         fines = np.unique(y[coarse == c])
         if len(fines) > len(keep):
-            raise ValueError(f"coarse class {c} has {len(fines)} fine classes but `keep` gives {len(keep)} sizes")
+            raise ValueError(
+                f"coarse class {c} has {len(fines)} fine classes but `keep` gives {len(keep)} sizes"
+            )
         for k, f in zip(keep, fines):
             idx = np.flatnonzero(y == f)
             out.append(np.sort(rng.choice(idx, min(k, len(idx)), replace=False)))
     return np.sort(np.concatenate(out))
 
 # %% ../nbs/01_data.ipynb #1b954643
-BACKGROUNDS = torch.tensor([[0.85, 0.25, 0.2], [0.2, 0.35, 0.85]])     # red, blue
+BACKGROUNDS = torch.tensor([[0.85, 0.25, 0.2], [0.2, 0.35, 0.85]])  # red, blue
 
-def spurious_digits(split: str = "train", correlation: float = 0.95, seed: int = 0, test_fraction: float = 0.2,
-                    tint: float = 1.0, jitter: float = 0.0):
-    """Digits on a coloured background correlated with the coarse label in 'train' only: `(dataset, meta)`.
 
-    `dataset` holds `(3, 8, 8)` images and the coarse labels; `meta` is a DataFrame with `digit`, `label`,
-    `background` (0 red, 1 blue) and `group` (= 2·label + background) per image. `tint` in (0, 1] scales the
-    background colour towards black: 1 is a loud cue, small values a faint one; `jitter` adds Gaussian noise of that
-    standard deviation to each image's background colour (per channel), so the two colours overlap — a cue that is
-    harder to recover as a stratum, as Waterbirds' backgrounds are."""
+def spurious_digits(
+    split: str = "train",  # 'train' or 'test'
+    correlation: float = 0.95,  # P(background = label) in 'train', in [0, 1]
+    seed: int = 0,  # seed of the split and of the backgrounds
+    test_fraction: float = 0.2,  # share of items in the test split
+    tint: float = 1.0,  # strength of the background colour, in (0, 1]
+    jitter: float = 0.0,  # std of per-image colour noise, ≥ 0
+):
+    """Digits on a coloured background correlated with the coarse label in 'train' only: `(dataset,
+    meta)`.
+
+    `dataset` holds `(3, 8, 8)` images and the coarse labels; `meta` is a DataFrame with
+    `digit`, `label`, `background` (0 red, 1 blue) and `group` (= 2·label + background) per
+    image. `tint` in (0, 1] scales the background colour towards black: 1 is a loud cue, small
+    values a faint one; `jitter` adds Gaussian noise of that standard deviation to each image's
+    background colour (per channel), so the two colours overlap — a cue that is harder to
+    recover as a stratum, as Waterbirds' backgrounds are."""
     import pandas as pd
+
     check_choice("split", split, ["train", "test"])
-    check_range("correlation", correlation, 0, 1); check_range("tint", tint, 0, 1, low_inclusive=False)
+    check_range("correlation", correlation, 0, 1)
+    check_range("tint", tint, 0, 1, low_inclusive=False)
     check_range("jitter", jitter, 0)
     base = load_digits(split, test_fraction=test_fraction, seed=seed)
     label = coarse_labels(base.targets, "digits_lt5")
     rng = np.random.default_rng([seed, 0 if split == "train" else 1])
     p_agree = correlation if split == "train" else 0.5
     background = np.where(rng.random(len(label)) < p_agree, label, 1 - label)
-    ink = base.images                                          # (n, 1, 8, 8) in [0, 1]
+    ink = base.images  # (n, 1, 8, 8) in [0, 1]
     colour = tint * BACKGROUNDS[torch.as_tensor(background)]
     if jitter > 0:
-        colour = colour + jitter * torch.as_tensor(rng.normal(size=colour.shape), dtype=colour.dtype)
+        colour = colour + jitter * torch.as_tensor(
+            rng.normal(size=colour.shape), dtype=colour.dtype
+        )
     bg = colour.clamp(0, 1)[:, :, None, None]
-    images = ink + (1 - ink) * bg                              # white strokes on the background colour
-    meta = pd.DataFrame({"digit": base.targets, "label": label, "background": background, "group": 2 * label + background})
+    # white strokes on the background colour
+    images = ink + (1 - ink) * bg
+    meta = pd.DataFrame({
+        "digit": base.targets,
+        "label": label,
+        "background": background,
+        "group": 2 * label + background,
+    })
     return TensorImageDataset(images, label, classes=["<5", ">=5"]), meta
 
-def waterbirds_dataset(root, split: str = "train", transform: Callable | None = None) -> CSVImageDataset:
-    """Waterbirds in its standard folder layout (`root/metadata.csv`: `img_filename, y, split, place`).
 
-    Returns a `CSVImageDataset` of the split (train 0, val 1, test 2) with `.places` and `.groups` (= 2·y + place)."""
+def waterbirds_dataset(
+    root,  # folder with `metadata.csv` and the images
+    split: str = "train",  # 'train', 'val' or 'test'
+    # maps one image tensor to one tensor (applied in `__getitem__`), or None
+    transform: Callable | None = None,
+) -> CSVImageDataset:  # the split, with `.places` and `.groups`
+    """Waterbirds in its standard folder layout (`root/metadata.csv`: `img_filename, y, split,
+    place`).
+
+    Returns a `CSVImageDataset` of the split (train 0, val 1, test 2) with `.places` and
+    `.groups` (= 2·y + place)."""
     check_choice("split", split, ["train", "val", "test"])
     root = Path(root)
     if not (root / "metadata.csv").exists():
-        raise FileNotFoundError(f"`root` must hold Waterbirds' metadata.csv (img_filename, y, split, place); "
-                                f"{root / 'metadata.csv'} does not exist")
-    ds = CSVImageDataset(root / "metadata.csv", "img_filename", "y", transform, root,
-                         where={"split": {"train": 0, "val": 1, "test": 2}[split]})
+        raise FileNotFoundError(
+            "`root` must hold Waterbirds' metadata.csv (img_filename, y, split, place); "
+            f"{root / 'metadata.csv'} does not exist"
+        )
+    ds = CSVImageDataset(
+        root / "metadata.csv",
+        "img_filename",
+        "y",
+        transform,
+        root,
+        where={"split": {"train": 0, "val": 1, "test": 2}[split]},
+    )
     ds.places = ds.column("place")
     ds.groups = 2 * ds.targets + ds.places
     return ds
 
 # %% ../nbs/01_data.ipynb #9aab71c9
-def check_disjoint(splits: dict,            # split name → 1-D array of item indices
-                   where: str = "`splits`",  # what the error names (e.g. the manifest's path)
-                  ) -> dict:
-    "Refuse splits that share an item (a leak across splits) or repeat one; returns `splits` unchanged."
+def check_disjoint(
+    splits: dict,  # split name → 1-D array of item indices
+    where: str = "`splits`",  # what the error names (e.g. the manifest's path)
+) -> dict:  # `splits`, unchanged
+    """Refuse splits that share an item (a leak across splits) or repeat one; returns `splits`
+    unchanged."""
     arrays = {k: np.asarray(v, dtype=np.int64).reshape(-1) for k, v in splits.items()}
     for k, v in arrays.items():
         if len(np.unique(v)) != len(v):
             raise ValueError(f"{where}: split {k!r} holds an item more than once")
     names = list(arrays)
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             shared = np.intersect1d(arrays[a], arrays[b])
             if len(shared):
-                raise ValueError(f"{where}: splits {a!r} and {b!r} share {len(shared)} item(s) (first: index "
-                                 f"{int(shared[0])}); the splits of a manifest must be disjoint")
+                raise ValueError(
+                    f"{where}: splits {a!r} and {b!r} share {len(shared)} item(s) (first: index "
+                    f"{int(shared[0])}); the splits of a manifest must be disjoint"
+                )
     return splits
 
-def labels_fingerprint(labels) -> str:
-    "SHA-256 (first 16 hex digits) of the label array: identifies the dataset order a split refers to."
+
+def labels_fingerprint(
+    labels,  # the label array a split refers to
+) -> str:  # 16 hex digits
+    """SHA-256 (first 16 hex digits) of the label array: identifies the dataset order a split
+    refers to."""
     import hashlib
+
     return hashlib.sha256(label_vector(labels, low=None).tobytes()).hexdigest()[:16]
 
-def _splits_sha256(splits: dict) -> str:
-    "SHA-256 of split name → index list as canonical JSON: a manifest edited after it was written no longer matches."
-    import hashlib
-    return hashlib.sha256(json.dumps({k: [int(i) for i in v] for k, v in splits.items()}, sort_keys=True).encode()).hexdigest()
 
-def save_split_manifest(path, labels, splits: dict, **params) -> Path:
-    "Write disjoint `splits` (name → index array) with `params`, the labels' fingerprint and the splits' checksum to `path`."
+def _splits_sha256(splits: dict) -> str:
+    """SHA-256 of split name → index list as canonical JSON: a manifest edited after it was written
+    no longer matches."""
+    import hashlib
+
+    return hashlib.sha256(
+        json.dumps({k: [int(i) for i in v] for k, v in splits.items()}, sort_keys=True).encode()
+    ).hexdigest()
+
+
+def save_split_manifest(
+    path,  # the JSON file to write
+    labels,  # the labels the splits index
+    splits: dict,  # name → 1-D index array, disjoint
+    **params,  # how the splits were made (seed, fraction, …), stored as is
+) -> Path:  # `path`
+    """Write disjoint `splits` (name → index array) with `params`, the labels' fingerprint and the
+    splits' checksum to `path`."""
     if not isinstance(splits, dict) or not splits:
         raise ValueError("`splits` must be a non-empty dict of name → index array")
     n = len(label_vector(labels, low=None))
@@ -602,15 +1040,31 @@ def save_split_manifest(path, labels, splits: dict, **params) -> Path:
             raise ValueError(f"split {k!r} must be a 1-D array of indices in [0, {n - 1}]")
         out[k] = v.tolist()
     check_disjoint(out)
-    return atomic_write_json(path, {"format": "contrastive_nb.split/1", "n_items": n,
-                                    "labels_sha256": labels_fingerprint(labels), "params": params, "splits": out,
-                                    "splits_sha256": _splits_sha256(out)})
+    return atomic_write_json(
+        path,
+        {
+            "format": "contrastive_nb.split/1",
+            "n_items": n,
+            "labels_sha256": labels_fingerprint(labels),
+            "params": params,
+            "splits": out,
+            "splits_sha256": _splits_sha256(out),
+        },
+    )
+
 
 def _manifest_splits(m, path, n_items: int | None) -> dict:
-    "The checked splits of a manifest's JSON `m`: its structure, indices in range and disjoint, checksum matching."
-    def fail(msg): raise ValueError(f"{path}: {msg}")
+    """The checked splits of a manifest's JSON `m`: its structure, indices in range and disjoint,
+    checksum matching."""
+
+    def fail(msg):
+        raise ValueError(f"{path}: {msg}")
+
     if not isinstance(m, dict) or m.get("format") != "contrastive_nb.split/1":
-        fail("is not a contrastive_nb split manifest (a JSON mapping with format 'contrastive_nb.split/1')")
+        fail(
+            "is not a contrastive_nb split manifest (a JSON mapping with format"
+            " 'contrastive_nb.split/1')"
+        )
     if not isinstance(m.get("splits"), dict) or not m["splits"]:
         fail("has no `splits` mapping of split name → list of item indices")
     if not isinstance(m.get("params", {}), dict):
@@ -622,90 +1076,137 @@ def _manifest_splits(m, path, n_items: int | None) -> dict:
         fail(f"was made for {n} items; this dataset has {n_items}")
     out = {}
     for k, v in m["splits"].items():
-        if not isinstance(v, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in v):
+        if not isinstance(v, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) for i in v
+        ):
             fail(f"split {k!r} must be a list of integer item indices")
         bad = [i for i in v if not 0 <= i < n]
         if bad:
-            fail(f"split {k!r} holds index {bad[0]}, outside [0, {n - 1}] (a negative index would silently name "
-                 f"an item from the end)")
+            fail(
+                f"split {k!r} holds index {bad[0]}, outside [0, {n - 1}] (a negative index would"
+                " silently name an item from the end)"
+            )
         out[k] = np.asarray(v, dtype=np.int64)
     check_disjoint(out, where=str(path))
     if "splits_sha256" in m and m["splits_sha256"] != _splits_sha256(m["splits"]):
-        fail("its splits were changed after it was written (they no longer match `splits_sha256`); refusing to "
-             "apply an edited split — write a new one with `save_split_manifest`")
+        fail(
+            "its splits were changed after it was written (they no longer match `splits_sha256`);"
+            " refusing to apply an edited split — write a new one with `save_split_manifest`"
+        )
     return out
 
-def load_split_manifest(path,
-                        labels=None,     # refuse a manifest made for other labels
-                        require=None,    # split names that must be present (e.g. ["train", "val", "test"])
-                       ) -> dict:
-    """Read a manifest; returns name → int64 array. Refused, naming the file: anything but a manifest's structure,
-    indices out of range or negative, splits that share an item, splits edited after writing, other labels."""
+
+def load_split_manifest(
+    path,  # a manifest written by `save_split_manifest`
+    labels=None,  # refuse a manifest made for other labels
+    require=None,  # split names that must be present (e.g. ["train", "val", "test"])
+) -> dict:  # split name → int64 index array
+    """Read a manifest; returns name → int64 array. Refused, naming the file: anything but a
+    manifest's structure, indices out of range or negative, splits that share an item, splits
+    edited after writing, other labels."""
     m = read_json(path)
-    splits = _manifest_splits(m, path, None if labels is None else len(label_vector(labels, low=None)))
+    splits = _manifest_splits(
+        m, path, None if labels is None else len(label_vector(labels, low=None))
+    )
     if labels is not None and labels_fingerprint(labels) != m.get("labels_sha256"):
-        raise ValueError(f"{path} was made for other labels (fingerprint {m.get('labels_sha256')}, "
-                         f"these labels {labels_fingerprint(labels)}): refusing to apply it")
-    missing = [k for k in (require or []) if k not in splits]
+        raise ValueError(
+            f"{path} was made for other labels (fingerprint {m.get('labels_sha256')}, "
+            f"these labels {labels_fingerprint(labels)}): refusing to apply it"
+        )
+    missing = [k for k in require or [] if k not in splits]
     if missing:
         raise ValueError(f"{path} has no split(s) {missing}; it holds {sorted(splits)}")
     return splits
 
 # %% ../nbs/01_data.ipynb #f68ab951
-def train_val_test_split(labels,                      # one class label per item
-                         val_fraction: float = 0.2,   # share of the whole dataset for validation
-                         test_fraction: float = 0.2,  # share of the whole dataset for test
-                         seed: int = 0,
-                        ) -> dict:
-    "Per-class stratified, disjoint `{'train', 'val', 'test'}` index arrays (sorted) that together cover every item."
+def train_val_test_split(
+    labels,  # one class label per item
+    val_fraction: float = 0.2,  # share of the whole dataset for validation
+    test_fraction: float = 0.2,  # share of the whole dataset for test
+    seed: int = 0,  # seed of NumPy's `default_rng`: same inputs, same indices
+) -> dict:  # {'train', 'val', 'test'} sorted index arrays
+    """Per-class stratified, disjoint `{'train', 'val', 'test'}` index arrays (sorted) that
+    together cover every item."""
     y = label_vector(labels, low=None)
     check_range("val_fraction", val_fraction, 0, 1, low_inclusive=False, high_inclusive=False)
     check_range("test_fraction", test_fraction, 0, 1, low_inclusive=False, high_inclusive=False)
     if val_fraction + test_fraction >= 1:
-        raise ValueError(f"`val_fraction` + `test_fraction` must leave items for training; got "
-                         f"{val_fraction} + {test_fraction}")
+        raise ValueError(
+            "`val_fraction` + `test_fraction` must leave items for training; got "
+            f"{val_fraction} + {test_fraction}"
+        )
     classes, counts = np.unique(y, return_counts=True)
     if counts.min() < 3:
-        raise ValueError(f"class {classes[counts.argmin()]} has {counts.min()} item(s): each class needs at least 3 "
-                         f"(one for train, validation and test)")
+        raise ValueError(
+            f"class {classes[counts.argmin()]} has {counts.min()} item(s): each class needs at"
+            " least 3 (one for train, validation and test)"
+        )
     test, rest = labeled_fraction_split(y, test_fraction, seed)
-    val_rel, train_rel = labeled_fraction_split(y[rest], val_fraction / (1 - test_fraction), seed + 1)
+    val_rel, train_rel = labeled_fraction_split(
+        y[rest], val_fraction / (1 - test_fraction), seed + 1
+    )
     out = {"train": np.sort(rest[train_rel]), "val": np.sort(rest[val_rel]), "test": np.sort(test)}
     short = [int(c) for c in classes if not (y[out["train"]] == c).any()]
     if short:
-        raise ValueError(f"class(es) {short} have no training item left at these fractions; lower "
-                         f"`val_fraction`/`test_fraction`")
+        raise ValueError(
+            f"class(es) {short} have no training item left at these fractions; lower "
+            "`val_fraction`/`test_fraction`"
+        )
     return check_disjoint(out)
 
 # %% ../nbs/01_data.ipynb #136ed65f
 class ClassStratifiedBatchSampler(Sampler):
-    "Batches of `classes_per_batch` classes × `items_per_class` items (with replacement only when a class is short)."
-    def __init__(self, labels, classes_per_batch: int, items_per_class: int, batches_per_epoch: int | None = None,
-                 seed: int = 0, rank: int = 0):
+    """Batches of `classes_per_batch` classes × `items_per_class` items (with replacement only when
+    a class is short)."""
+
+    def __init__(
+        self,
+        labels,  # (n,) integer class labels, one per item
+        classes_per_batch: int,  # classes drawn per batch
+        items_per_class: int,  # items drawn per class
+        # batches per epoch; None: about one pass over the items
+        batches_per_epoch: int | None = None,
+        seed: int = 0,  # seed: batches are deterministic in (seed, epoch)
+        rank: int = 0,  # this process's rank (different batches per rank)
+    ):
         self.labels = label_vector(labels, low=None)
         self.classes = np.unique(self.labels)
-        self.classes_per_batch = check_int("classes_per_batch", classes_per_batch, 1, len(self.classes))
+        self.classes_per_batch = check_int(
+            "classes_per_batch", classes_per_batch, 1, len(self.classes)
+        )
         self.items_per_class = check_int("items_per_class", items_per_class, 1)
         self.by_class = {int(c): np.flatnonzero(self.labels == c) for c in self.classes}
         default = max(1, len(self.labels) // (self.classes_per_batch * self.items_per_class))
-        self.batches_per_epoch = check_int("batches_per_epoch", batches_per_epoch if batches_per_epoch is not None else default, 1)
+        self.batches_per_epoch = check_int(
+            "batches_per_epoch", batches_per_epoch if batches_per_epoch is not None else default, 1
+        )
         self.seed = check_int("seed", seed, 0)
-        self.rank = check_int("rank", rank, 0)       # in distributed training each rank draws its own batches
+        # in distributed training each rank draws its own batches
+        self.rank = check_int("rank", rank, 0)
         self.epoch, self.position = 0, 0
 
-    def set_epoch(self, epoch: int):
+    def set_epoch(
+        self,
+        epoch: int,  # 0-based epoch
+    ):
         "Select the epoch whose batches `__iter__` yields (from the start)."
         self.epoch, self.position = check_int("epoch", epoch, 0), 0
 
     def _batches(self, epoch: int) -> list:
-        rng = np.random.default_rng([self.seed, epoch] if self.rank == 0 else [self.seed, epoch, self.rank])
+        rng = np.random.default_rng(
+            [self.seed, epoch] if self.rank == 0 else [self.seed, epoch, self.rank]
+        )
         out = []
         for _ in range(self.batches_per_epoch):
             cls = rng.choice(self.classes, size=self.classes_per_batch, replace=False)
             batch = []
             for c in cls:
                 pool = self.by_class[int(c)]
-                batch.extend(rng.choice(pool, size=self.items_per_class, replace=len(pool) < self.items_per_class).tolist())
+                batch.extend(
+                    rng.choice(
+                        pool, size=self.items_per_class, replace=len(pool) < self.items_per_class
+                    ).tolist()
+                )
             out.append(batch)
         return out
 
@@ -717,41 +1218,96 @@ class ClassStratifiedBatchSampler(Sampler):
             yield b
         self.epoch, self.position = self.epoch + 1, 0
 
-    def __len__(self): return self.batches_per_epoch
-    def state_dict(self) -> dict: return {"epoch": self.epoch, "position": self.position, "seed": self.seed}
-    def load_state_dict(self, state: dict):
+    def __len__(self):
+        return self.batches_per_epoch
+
+    def state_dict(self) -> dict:  # epoch and position, for resuming
+        "Epoch and position within it, for an exact resume."
+        return {"epoch": self.epoch, "position": self.position, "seed": self.seed}
+
+    def load_state_dict(
+        self,
+        state: dict,  # a dict from `state_dict()`
+    ):
+        "Resume from a `state_dict()`: the next batch is the one that would have come next."
         if state.get("seed") != self.seed:
-            raise ValueError(f"sampler state was saved with seed {state.get('seed')}, this sampler has seed {self.seed}")
+            raise ValueError(
+                f"sampler state was saved with seed {state.get('seed')}, this sampler has seed"
+                f" {self.seed}"
+            )
         self.epoch, self.position = int(state["epoch"]), int(state["position"])
 
 # %% ../nbs/01_data.ipynb #4fbdcb35
 class EpochBatchSampler(Sampler):
-    "Shuffled batches of `batch_size` indices per rank, drop-last, deterministic in `(seed, epoch)`; resumable."
-    def __init__(self, n: int, batch_size: int, seed: int = 0, rank: int = 0, world_size: int = 1):
+    """Shuffled batches of `batch_size` indices per rank, drop-last, deterministic in `(seed,
+    epoch)`; resumable."""
+
+    def __init__(
+        self,
+        n: int,  # number of items
+        batch_size: int,  # indices per batch per rank
+        seed: int = 0,  # seed: batches are deterministic in (seed, epoch)
+        rank: int = 0,  # this process's rank
+        world_size: int = 1,  # number of processes; each rank gets its share
+    ):
         self.n, self.batch_size = check_int("n", n, 1), check_int("batch_size", batch_size, 1)
-        self.seed, self.rank, self.world = check_int("seed", seed, 0), check_int("rank", rank, 0), check_int("world_size", world_size, 1)
+        self.seed, self.rank, self.world = (
+            check_int("seed", seed, 0),
+            check_int("rank", rank, 0),
+            check_int("world_size", world_size, 1),
+        )
         if n < batch_size * world_size:
-            raise ValueError(f"`batch_size` × world size ({batch_size} × {world_size}) is larger than the dataset ({n})")
+            raise ValueError(
+                f"`batch_size` × world size ({batch_size} × {world_size}) is larger than the"
+                f" dataset ({n})"
+            )
         self.epoch, self.position = 0, 0
-    def __len__(self): return self.n // (self.batch_size * self.world)
-    def set_epoch(self, epoch: int): self.epoch, self.position = epoch, 0
+
+    def __len__(self):
+        return self.n // (self.batch_size * self.world)
+
+    def set_epoch(
+        self,
+        epoch: int,  # 0-based epoch
+    ):
+        "Select the epoch whose batches `__iter__` yields (from the start)."
+        self.epoch, self.position = epoch, 0
+
     def __iter__(self):
         perm = np.random.default_rng([self.seed, self.epoch]).permutation(self.n)
         gb = self.batch_size * self.world
         while self.position < len(self):
             s = self.position * gb + self.rank * self.batch_size
             self.position += 1
-            yield perm[s:s + self.batch_size].tolist()
-    def state_dict(self): return {"epoch": self.epoch, "position": self.position}
-    def load_state_dict(self, st): self.epoch, self.position = int(st["epoch"]), int(st["position"])
+            yield perm[s : s + self.batch_size].tolist()
+
+    def state_dict(self):
+        "Epoch and position within it, for an exact resume."
+        return {"epoch": self.epoch, "position": self.position}
+
+    def load_state_dict(
+        self,
+        st,  # a dict from `state_dict()`
+    ):
+        "Resume from a `state_dict()`: the next batch is the one that would have come next."
+        self.epoch, self.position = int(st["epoch"]), int(st["position"])
 
 # %% ../nbs/01_data.ipynb #7b93904f
 class CyclingIterator:
-    "Endless batches from `loader`: a new pass begins whenever one ends. The first pass starts at construction."
-    def __init__(self, loader, name: str = "labeled"):
+    """Endless batches from `loader`: a new pass begins whenever one ends. The first pass starts at
+    construction."""
+
+    def __init__(
+        self,
+        loader,  # a DataLoader (or any re-iterable)
+        name: str = "labeled",  # what errors call it
+    ):
         self.loader, self.name = loader, name
         self._it = iter(loader)
-    def __iter__(self): return self
+
+    def __iter__(self):
+        return self
+
     def __next__(self):
         try:
             return next(self._it)
@@ -761,4 +1317,3 @@ class CyclingIterator:
                 return next(self._it)
             except StopIteration:
                 raise ValueError(f"the {self.name} loader yields no batches") from None
-
