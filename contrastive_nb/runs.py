@@ -5,9 +5,9 @@
 # %% ../nbs/40_runs.ipynb #4a9c0b71
 from __future__ import annotations
 
-import argparse
 import ast
 import contextlib
+import difflib
 import datetime as _dt
 import json
 import math
@@ -25,7 +25,7 @@ from .core import atomic_write_json, check_choice, check_int, check_range, new_r
 # %% auto #0
 __all__ = ['notebook_parameters', 'coerce_value', 'check_parameters', 'check_run_name', 'RunBusyError', 'remove_stale_partials',
            'run_notebook', 'collect_results', 'format_summary', 'summarize', 'load_sweep', 'sweep_runs', 'run_sweep',
-           'sweep_results', 'main']
+           'sweep_results']
 
 # %% ../nbs/40_runs.ipynb #abbadca7
 _TYPES = {"int": int, "float": float, "str": str, "bool": bool, "list": list, "dict": dict, "None": type(None)}
@@ -131,7 +131,10 @@ def check_parameters(notebook, values: dict) -> dict:
         raise ValueError(f"parameter names are text; got {odd[0]!r} ({type(odd[0]).__name__}) for {Path(notebook).name}")
     unknown = sorted(set(values) - set(declared))
     if unknown:
-        raise ValueError(f"unknown parameter(s) {unknown} for {Path(notebook).name}; it declares {sorted(declared)}")
+        close = sorted({m for k in unknown for m in difflib.get_close_matches(k, list(declared), n=2, cutoff=0.6)})
+        hint = f"did you mean {', '.join(map(repr, close))}? " if close else ""
+        raise ValueError(f"unknown parameter(s) {unknown} for {Path(notebook).name}; {hint}`contrastive-nb params "
+                         f"{Path(notebook).name}` lists the {len(declared)} it takes")
     out = {}
     for k, v in values.items():
         try:
@@ -504,7 +507,7 @@ def _local_executor(cmd, env_updates):
 
 def _run_command(spec: dict, declared: dict, name: str, params: dict, out: Path) -> list:
     "The `contrastive-nb run` command of one sweep run (string parameters verbatim, others as JSON)."
-    cmd = [sys.executable, "-c", "import sys; from contrastive_nb.runs import main; sys.exit(main(sys.argv[1:]))",
+    cmd = [sys.executable, "-c", "import sys; from contrastive_nb.cli import main; sys.exit(main(sys.argv[1:]))",
            "run", str(Path(spec["notebook"]).resolve()), "--name", name, "--root", str(out),
            "--timeout", str(spec["timeout"]), "--replace-failed"]
     for k, v in params.items():
@@ -626,105 +629,3 @@ def sweep_results(sweep_dir,                  # a sweep folder: one run folder p
             raise ValueError(f"`figures` must return a dict of name → path; got {type(drawn).__name__}")
         paths.update({k: Path(v) for k, v in drawn.items()})
     return paths
-
-# %% ../nbs/40_runs.ipynb #1d18863a
-def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="contrastive-nb", description="Run contrastive_nb notebooks headlessly.")
-    sub = ap.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="execute a notebook with papermill into runs/<name>/")
-    r.add_argument("notebook")
-    r.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-                   help="set a parameter (repeatable); VALUE is read as a Python/YAML literal when it is one, "
-                        "and verbatim for a parameter declared as text")
-    r.add_argument("-f", "--parameters-file", help="YAML file of parameters (command-line -p wins)")
-    r.add_argument("--name", help="run folder name (default: notebook name + time)")
-    r.add_argument("--root", default="runs", help="folder that holds the runs (default: runs)")
-    r.add_argument("--timeout", type=float, default=3600, help="per-cell execution timeout in seconds")
-    r.add_argument("--replace-failed", action="store_true",
-                   help="if root/NAME holds a failed run, keep it as NAME.failed-K and run again")
-    p = sub.add_parser("params", help="list the parameters a notebook takes")
-    p.add_argument("notebook")
-    w = sub.add_parser("sweep", help="run a grid of parameters and seeds from a YAML file (only what is missing)")
-    w.add_argument("sweep_file")
-    w.add_argument("--root", default="runs", help="folder that holds the sweep folder (default: runs)")
-    w.add_argument("--parallel", type=int, help="runs at a time (default: the sweep file's, else one per GPU, else 1)")
-    w.add_argument("--backend", choices=["local", "ray"], help="where runs execute (default: the sweep file's, else local)")
-    w.add_argument("--ray-address", help="address of an existing Ray cluster (HOST:PORT) for --backend ray")
-    w.add_argument("--wait", action="store_true", help="if the sweep is running elsewhere, wait for it instead of refusing")
-    res = sub.add_parser("results", help="collect a sweep folder into results.csv/.parquet, summary.csv and figures")
-    res.add_argument("sweep_dir")
-    return ap
-
-def _cmd_params(args) -> int:
-    for k, v in notebook_parameters(args.notebook).items():
-        print(f"{k} = {v['default']}  ({v['type']}){'  # ' + v['help'] if v['help'] else ''}")
-    return 0
-
-def _cmd_sweep(args) -> int:
-    status = run_sweep(args.sweep_file, args.root, args.parallel, backend=args.backend, ray_address=args.ray_address,
-                       wait=args.wait)
-    failed = [n for n, st in status.items() if st == "failed"]
-    print(f"sweep finished: {sum(st != 'failed' for st in status.values())} ok or done, {len(failed)} failed {failed}")
-    return 1 if failed else 0
-
-def _cmd_results(args) -> int:
-    import pandas as pd
-    folder = Path(args.sweep_dir)
-    if not folder.is_dir():
-        raise ValueError(f"`sweep_dir` must be a sweep folder (runs/<sweep>); {folder} "
-                         f"{'is a file' if folder.exists() else 'does not exist'}")
-    found = collect_results(folder)
-    if found.empty:
-        raise ValueError(f"no run folders under {folder} (folders with a parameters.json, as `contrastive-nb run` writes)")
-    found = found[~found["run"].str.contains(r"\.failed-")]
-    if not (found["status"] == "ok").any():
-        raise ValueError(f"none of the {len(found)} run(s) under {folder} finished ok ({sorted(found['run'])[:5]}); "
-                         "their status.json and log.txt say why")
-    numeric = [c for c in found.columns if c not in ("run", "status") and not c.startswith("param/")
-               and pd.api.types.is_numeric_dtype(found[c]) and not pd.api.types.is_bool_dtype(found[c])]
-    if not numeric:
-        raise ValueError(f"the runs under {folder} have no numeric metrics to summarize (a metrics.json of numbers)")
-    paths = sweep_results(folder)
-    summary = pd.read_csv(paths["summary.csv"], header=[0, 1], index_col=0)
-    keep = [m for m in dict.fromkeys(summary.columns.get_level_values(0))
-            if not m.startswith(("param/", "flops/")) and m not in ("seed", "epochs")]
-    with pd.option_context("display.width", 200, "display.max_columns", 30, "display.max_colwidth", 40):
-        print(format_summary(summary[keep]).to_string())
-    for p in paths.values():
-        print(f"  {p}")
-    return 0
-
-def _cmd_run(args) -> int:
-    declared = notebook_parameters(args.notebook)
-    params = {}
-    if args.parameters_file:
-        loaded = _read_yaml(args.parameters_file, "parameters file")
-        if not isinstance(loaded, (dict, type(None))):
-            raise ValueError(f"parameters file {args.parameters_file} must hold a mapping of parameter names to values")
-        params.update(loaded or {})
-    params.update({k: coerce_value(v, declared.get(k, {}).get("type")) for k, v in args.parameter})
-    out = run_notebook(args.notebook, args.name, params, args.root, args.timeout, replace_failed=args.replace_failed)
-    print(f"run finished: {out}")
-    for p in sorted(out.iterdir()):
-        print(f"  {p}")
-    return 0
-
-_COMMANDS = {"params": _cmd_params, "sweep": _cmd_sweep, "results": _cmd_results, "run": _cmd_run}
-
-def main(argv=None) -> int:
-    "Entry point of the `contrastive-nb` command: every refusal one sentence on stderr, exit status 2."
-    args = _parser().parse_args(argv)
-    say = lambda msg: print(f"contrastive-nb: {' '.join(str(msg).split())[:2000]}", file=sys.stderr)
-    try:
-        return _COMMANDS[args.command](args)
-    except KeyboardInterrupt:
-        say("interrupted")
-        return 130
-    except (ValueError, OSError, RuntimeError) as e:    # bad input, a missing or busy file, a failed run
-        say(f"error: {e}")
-        return 2
-    except Exception as e:                               # a bug: still one sentence, the traceback on request
-        if os.environ.get("CONTRASTIVE_NB_DEBUG"):
-            raise
-        say(f"internal error ({type(e).__name__}: {e}); set CONTRASTIVE_NB_DEBUG=1 for the traceback and report it")
-        return 1

@@ -139,7 +139,7 @@ EXPLOIT = """[('"+str(__import__("os").system("touch pwned"))+"',)]"""   # ran t
 
 
 def _main(capsys, argv):
-    from contrastive_nb.runs import main
+    from contrastive_nb.cli import main
     capsys.readouterr()
     try:
         rc = main(argv)

@@ -50,7 +50,7 @@ def _one_sentence(stderr):
 
 def _main(capsys, *args):
     "`contrastive-nb ARGS` in this process (another process than the command under test): (exit status, stderr)."
-    from contrastive_nb.runs import main
+    from contrastive_nb.cli import main
     capsys.readouterr()
     rc = main(list(map(str, args)))
     return rc, capsys.readouterr().err
@@ -123,7 +123,7 @@ def test_two_sweeps_of_one_file_lose_nothing(notebook, tmp_path, capsys):
 
 
 def test_a_sweep_name_cannot_leave_the_root(notebook, tmp_path):
-    from contrastive_nb.runs import main
+    from contrastive_nb.cli import main
     runs = tmp_path / "a" / "b" / "runs"
     for name, says in [("../../escape", "no path separators"), (str(tmp_path / "abs"), "no path separators"),
                        (".hidden", "must not start with '.'"), ("n" * 300, "300 bytes long")]:

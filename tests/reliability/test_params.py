@@ -111,7 +111,7 @@ def _injected(path) -> dict:
 
 
 def test_nan_and_infinity_follow_one_rule_however_written(notebook, tmp_path, capsys):
-    from contrastive_nb.runs import main
+    from contrastive_nb.cli import main
     runs = tmp_path / "runs"
     (tmp_path / "p.yaml").write_text("lr: .nan\n")
     for args in [("-p", "lr", text) for text in ["nan", ".nan", "NaN", "inf", "Infinity", ".inf", "1e999", "+inf"]] + [
