@@ -223,6 +223,10 @@ def execute_tutorial(path: Path, root: Path, timeout: int = 7200):
     name = f"{path.stem}-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
     run = run_notebook(path, name=name, root=str(root / "runs" / "notebooks"), timeout=timeout, log_output=False)
     nb = nbformat.read(run / path.name, as_version=4)
+    # papermill's injected parameters (out_dir = "." here) belong to this run, not to the notebook: committed, they
+    # would override the defaults of whoever opens it (a run in JupyterLab would write into nbs/tutorials/). The run's
+    # parameters are kept in its folder (parameters.json) and in the results' provenance.json.
+    nb.cells = [c for c in nb.cells if "injected-parameters" not in c.metadata.get("tags", [])]
     for c in nb.cells:                      # papermill's per-cell bookkeeping (times, status) is not content
         c.metadata.pop("papermill", None)
         c.metadata.pop("execution", None)

@@ -80,8 +80,8 @@ def test_executed_notebooks_are_current(project):
 def test_tutorial_runs_at_its_defaults_and_publishes_its_results(project):
     root, lib, tut, _ = project
     nb = nbformat.read(tut, as_version=4)
-    injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
-    assert len(injected) == 1 and 'out_dir = "."' in injected[0].source    # only where the run writes
+    assert not [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]   # the run's, not the notebook's
+    assert "out_dir = None" in nb.cells[1].source                                              # its own default stays
     assert "wrote" in nb.cells[-1].outputs[0]["text"]
     res = root / "nbs" / "results" / "toy_tutorial"
     assert sorted(p.name for p in res.iterdir()) == ["metrics.json", "provenance.json", "results.parquet"]
