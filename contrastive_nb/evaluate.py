@@ -17,7 +17,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .core import atomic_write_parquet, batched_inference, check_choice, check_int, check_range
+from contrastive_nb.core import (
+    atomic_write_parquet,
+    batched_inference,
+    check_choice,
+    check_int,
+    check_range,
+)
 from .train import fit_epochs
 
 # %% auto #0
@@ -26,8 +32,14 @@ __all__ = ['compute_embeddings', 'embedding_table', 'table_embeddings', 'save_em
            'ap_by_bin', 'paired_difference', 'paired_table']
 
 # %% ../nbs/07_evaluate.ipynb #08d9c7ae
-def compute_embeddings(encoder: nn.Module, images, batch_size: int = 512, device=None) -> torch.Tensor:
-    "Encoder features `(n, d)` (float32, CPU) of `images`: a tensor `(n, C, H, W)` or a dataset of `(x, y)`."
+def compute_embeddings(
+    encoder: nn.Module,  # maps a batch `(B, C, H, W)` to features `(B, d)`
+    images,  # (n, C, H, W) tensor, or a dataset of (x, y)
+    batch_size: int = 512,  # items per forward pass
+    device=None,  # where the encoder runs; None: where its parameters are
+) -> torch.Tensor:  # (n, d) float32 on the CPU
+    """Encoder features `(n, d)` (float32, CPU) of `images`: a tensor `(n, C, H, W)` or a dataset
+    of `(x, y)`."""
     check_int("batch_size", batch_size, 1)
     device = device or next(encoder.parameters()).device
     if len(images) == 0:
@@ -36,12 +48,25 @@ def compute_embeddings(encoder: nn.Module, images, batch_size: int = 512, device
         batch = lambda idx: images[idx]
     else:
         batch = lambda idx: torch.stack([images[int(i)][0] for i in idx])
-    return batched_inference(encoder, lambda idx: encoder(batch(idx).to(device)), len(images), batch_size)
+    return batched_inference(
+        encoder, lambda idx: encoder(batch(idx).to(device)), len(images), batch_size
+    )
 
 # %% ../nbs/07_evaluate.ipynb #7e389d0d
-def embedding_table(embeddings, ids=None, split="test", labels=None, **columns) -> pd.DataFrame:
-    "Build the embedding table: one row per item with its `embedding` (float32 vector) and metadata columns."
-    z = embeddings.detach().cpu().numpy() if isinstance(embeddings, torch.Tensor) else np.asarray(embeddings)
+def embedding_table(
+    embeddings,  # (n, d) array or tensor
+    ids=None,  # (n,) item ids; None: 0..n-1
+    split="test",  # split name for every row, or (n,) names
+    labels=None,  # (n,) class labels, or None
+    **columns,  # further (n,) metadata columns (e.g. `group`, `freq_bin`)
+) -> pd.DataFrame:  # one row per item, `embedding` column of float32 vectors
+    """Build the embedding table: one row per item with its `embedding` (float32 vector) and
+    metadata columns."""
+    z = (
+        embeddings.detach().cpu().numpy()
+        if isinstance(embeddings, torch.Tensor)
+        else np.asarray(embeddings)
+    )
     if z.ndim != 2:
         raise ValueError(f"`embeddings` must be 2-D (n, d); got shape {z.shape}")
     n = len(z)
@@ -54,17 +79,23 @@ def embedding_table(embeddings, ids=None, split="test", labels=None, **columns) 
     for k, v in columns.items():
         v = np.asarray(v)
         if v.shape[:1] != (n,):
-            raise ValueError(f"column `{k}` must have one value per embedding ({n}); got shape {v.shape}")
+            raise ValueError(
+                f"column `{k}` must have one value per embedding ({n}); got shape {v.shape}"
+            )
         df[k] = v
     df["embedding"] = list(z.astype(np.float32))
     return df
 
+
 def _bad_embedding_cell(df: pd.DataFrame) -> str:
-    "Which row of `df['embedding']` breaks the (n, d) matrix, and how, as a phrase (the slow path of `table_embeddings`)."
+    """Which row of `df['embedding']` breaks the (n, d) matrix, and how, as a phrase (the slow path
+    of `table_embeddings`)."""
     d = None
     for i, e in enumerate(df["embedding"].to_numpy()):
         ident = df["id"].iloc[i] if "id" in df else None
-        where = f"row {i}" + ("" if ident is None else f" (id {getattr(ident, 'item', lambda: ident)()!r})")
+        where = f"row {i}" + (
+            "" if ident is None else f" (id {getattr(ident, 'item', lambda: ident)()!r})"
+        )
         if e is None or (np.ndim(e) == 0 and pd.isna(e)):
             return f"{where} has no embedding (null)"
         try:
@@ -76,11 +107,18 @@ def _bad_embedding_cell(df: pd.DataFrame) -> str:
         if d is None:
             d = len(v)
         elif len(v) != d:
-            return f"{where} has {len(v)} values where row 0 has {d}: every row needs a vector of the same length"
+            return (
+                f"{where} has {len(v)} values where row 0 has {d}: every row needs a vector of the"
+                " same length"
+            )
     return "its cells do not stack into an (n, d) matrix"
 
-def table_embeddings(df: pd.DataFrame) -> np.ndarray:
-    "The `(n, d)` float32 matrix of a table's `embedding` column; a null, ragged or non-numeric cell is named by its row."
+
+def table_embeddings(
+    df: pd.DataFrame,  # an embedding table
+) -> np.ndarray:  # (n, d) float32
+    """The `(n, d)` float32 matrix of a table's `embedding` column; a null, ragged or non-numeric
+    cell is named by its row."""
     if "embedding" not in df:
         raise ValueError("`df` has no 'embedding' column; build it with embedding_table")
     if not len(df):
@@ -92,30 +130,47 @@ def table_embeddings(df: pd.DataFrame) -> np.ndarray:
     if z is None or z.ndim != 2:
         raise ValueError(f"the 'embedding' column cannot be used: {_bad_embedding_cell(df)}")
     big = np.isfinite(z) & (np.abs(z) > np.finfo(np.float32).max)
-    if big.any():                                     # finite, but infinite once stored as float32
+    if big.any():  # finite, but infinite once stored as float32
         r, j = map(int, np.argwhere(big)[0])
-        ident = f" (id {getattr(df['id'].iloc[r], 'item', lambda: df['id'].iloc[r])()!r})" if "id" in df else ""
-        raise ValueError(f"the 'embedding' column cannot be used: row {r}{ident} holds {z[r, j]:g}, beyond float32's "
-                         f"range (±{np.finfo(np.float32).max:.3g}); rescale the embeddings")
+        ident = (
+            f" (id {getattr(df['id'].iloc[r], 'item', lambda: df['id'].iloc[r])()!r})"
+            if "id" in df
+            else ""
+        )
+        raise ValueError(
+            f"the 'embedding' column cannot be used: row {r}{ident} holds {z[r, j]:g}, beyond"
+            f" float32's range (±{np.finfo(np.float32).max:.3g}); rescale the embeddings"
+        )
     return z.astype(np.float32)
 
-def save_embedding_table(df: pd.DataFrame, path) -> Path:
+
+def save_embedding_table(
+    df: pd.DataFrame,  # an embedding table
+    path,  # target `.parquet` file
+) -> Path:  # `path`
     "Write the table as parquet, atomically."
     return atomic_write_parquet(path, df)
 
-def load_embedding_table(path) -> pd.DataFrame:
-    "Read a table written by `save_embedding_table` (embeddings come back as float32 arrays); bad files are named."
+
+def load_embedding_table(
+    path,  # a `.parquet` file from `save_embedding_table`
+) -> pd.DataFrame:  # the table
+    """Read a table written by `save_embedding_table` (embeddings come back as float32 arrays); bad
+    files are named."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no embedding table at {path}")
     try:
         df = pd.read_parquet(path)
-    except Exception as e:      # ArrowInvalid (a ValueError), IO errors, and KeyError/TypeError from bad pandas metadata
+    # ArrowInvalid (a ValueError), IO errors, and KeyError/TypeError from bad pandas metadata
+    except Exception as e:
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ValueError(f"{path} is not a readable parquet file ({reason})") from None
     if "embedding" not in df:
-        raise ValueError(f"{path} has no 'embedding' column (it has {list(df.columns)}); "
-                         "an embedding table is written by save_embedding_table")
+        raise ValueError(
+            f"{path} has no 'embedding' column (it has {list(df.columns)}); "
+            "an embedding table is written by save_embedding_table"
+        )
     try:
         z = table_embeddings(df)
     except ValueError as e:
@@ -125,34 +180,60 @@ def load_embedding_table(path) -> pd.DataFrame:
 
 # %% ../nbs/07_evaluate.ipynb #627be931
 @torch.no_grad()
-def knn_predict(train_z, train_y, test_z, k: int = 20, temperature: float = 0.07, chunk: int = 1024) -> torch.Tensor:
-    "Class scores `(n_test, C)` of weighted kNN on cosine similarity (votes weighted by exp(sim/T))."
-    check_int("k", k, 1); check_range("temperature", temperature, 0, low_inclusive=False)
+def knn_predict(
+    train_z,  # (n_train, d) reference embeddings, any scale
+    train_y,  # (n_train,) integer labels
+    test_z,  # (n_test, d) query embeddings
+    k: int = 20,  # neighbours per query
+    temperature: float = 0.07,  # T in the vote weight exp(sim/T)
+    chunk: int = 1024,  # queries per matrix product (memory)
+) -> torch.Tensor:  # (n_test, C) class scores
+    """Class scores `(n_test, C)` of weighted kNN on cosine similarity (votes weighted by
+    exp(sim/T))."""
+    check_int("k", k, 1)
+    check_range("temperature", temperature, 0, low_inclusive=False)
     tz = F.normalize(torch.as_tensor(train_z, dtype=torch.float32), dim=1)
     qz = F.normalize(torch.as_tensor(test_z, dtype=torch.float32), dim=1)
     ty = torch.as_tensor(np.asarray(train_y), dtype=torch.long)
     if len(ty) != len(tz):
-        raise ValueError(f"`train_y` must have one label per training embedding ({len(tz)}); got {len(ty)}")
+        raise ValueError(
+            f"`train_y` must have one label per training embedding ({len(tz)}); got {len(ty)}"
+        )
     k = min(k, len(tz))
     C = int(ty.max()) + 1
     scores = []
     for i in range(0, len(qz), chunk):
-        sim, idx = (qz[i:i + chunk] @ tz.T).topk(k, dim=1)
+        sim, idx = (qz[i : i + chunk] @ tz.T).topk(k, dim=1)
         w = (sim / temperature).exp()
         scores.append(torch.zeros(len(sim), C).scatter_add_(1, ty[idx], w))
     return torch.cat(scores) if scores else torch.zeros(0, C)
 
-def knn_accuracy(train_z, train_y, test_z, test_y, k: int = 20, temperature: float = 0.07) -> float:
+
+def knn_accuracy(
+    train_z,  # (n_train, d) reference embeddings
+    train_y,  # (n_train,) integer labels
+    test_z,  # (n_test, d) query embeddings
+    test_y,  # (n_test,) integer labels
+    k: int = 20,  # neighbours per query
+    temperature: float = 0.07,  # T in the vote weight exp(sim/T)
+) -> float:  # top-1 accuracy in [0, 1]
     "Top-1 accuracy of weighted kNN (cosine similarity, votes weighted by exp(sim/T))."
     scores = knn_predict(train_z, train_y, test_z, k, temperature)
     ty = torch.as_tensor(np.asarray(test_y), dtype=torch.long)
     if len(ty) != len(scores):
-        raise ValueError(f"`test_y` must have one label per test embedding ({len(scores)}); got {len(ty)}")
+        raise ValueError(
+            f"`test_y` must have one label per test embedding ({len(scores)}); got {len(ty)}"
+        )
     return float((scores.argmax(1) == ty).float().mean())
 
 # %% ../nbs/07_evaluate.ipynb #f044ec4c
-def topk_accuracy(scores, y, ks=(1, 5)) -> dict:
-    "`{'top1': …, 'top5': …}` from class scores `(n, C)` and labels `(n,)` (k larger than C counts as C)."
+def topk_accuracy(
+    scores,  # (n, C) class scores
+    y,  # (n,) integer labels
+    ks=(1, 5),  # the k of each top-k
+) -> dict:  # {'top<k>': accuracy in [0, 1]}
+    """`{'top1': …, 'top5': …}` from class scores `(n, C)` and labels `(n,)` (k larger than C
+    counts as C)."""
     s = torch.as_tensor(np.asarray(scores) if not isinstance(scores, torch.Tensor) else scores)
     y = torch.as_tensor(np.asarray(y), dtype=torch.long)
     out = {}
@@ -161,11 +242,21 @@ def topk_accuracy(scores, y, ks=(1, 5)) -> dict:
         out[f"top{k}"] = float((s.topk(kk, dim=1).indices == y[:, None]).any(1).float().mean())
     return out
 
-def linear_probe(train_z, train_y, test_z, test_y, C: float = 1.0, max_iter: int = 2000) -> dict:
+
+def linear_probe(
+    train_z,  # (n_train, d) frozen features
+    train_y,  # (n_train,) labels
+    test_z,  # (n_test, d) features
+    test_y,  # (n_test,) labels
+    C: float = 1.0,  # inverse L2 regularisation strength
+    max_iter: int = 2000,  # solver iterations
+) -> dict:  # {'top1', 'top5'} on the test set
     "Logistic regression on frozen standardised features: test `{'top1', 'top5'}`."
     from sklearn.linear_model import LogisticRegression
+
     check_range("C", C, 0, low_inclusive=False)
-    trz = np.asarray(train_z, dtype=np.float64); tez = np.asarray(test_z, dtype=np.float64)
+    trz = np.asarray(train_z, dtype=np.float64)
+    tez = np.asarray(test_z, dtype=np.float64)
     mu, sd = trz.mean(0), trz.std(0) + 1e-6
     clf = LogisticRegression(C=C, max_iter=max_iter).fit((trz - mu) / sd, np.asarray(train_y))
     proba = np.zeros((len(tez), int(max(np.max(train_y), np.max(test_y))) + 1))
@@ -173,9 +264,14 @@ def linear_probe(train_z, train_y, test_z, test_y, C: float = 1.0, max_iter: int
     return topk_accuracy(torch.tensor(proba), test_y)
 
 # %% ../nbs/07_evaluate.ipynb #c37ae03f
-def _fine_tune_args(train_x, train_y, val_x, val_y, test_x, test_y, lr, augment, epochs, batch_size, val_every):
-    "`fine_tune`'s arguments checked: the learning rates and augmentations to try, and the labels as a tensor."
-    check_int("epochs", epochs, 1); check_int("batch_size", batch_size, 1); check_int("val_every", val_every, 1)
+def _fine_tune_args(
+    train_x, train_y, val_x, val_y, test_x, test_y, lr, augment, epochs, batch_size, val_every
+):
+    """`fine_tune`'s arguments checked: the learning rates and augmentations to try, and the labels
+    as a tensor."""
+    check_int("epochs", epochs, 1)
+    check_int("batch_size", batch_size, 1)
+    check_int("val_every", val_every, 1)
     lrs = list(lr) if isinstance(lr, (list, tuple)) else [lr]
     augs = list(augment) if isinstance(augment, (list, tuple)) else [augment]
     if not lrs or not augs:
@@ -184,111 +280,209 @@ def _fine_tune_args(train_x, train_y, val_x, val_y, test_x, test_y, lr, augment,
         check_range("lr", v, 0, low_inclusive=False)
     for a in augs:
         if a is not None and not callable(a):
-            raise ValueError(f"`augment` must be a function of a batch (or None); got {type(a).__name__}")
+            raise ValueError(
+                f"`augment` must be a function of a batch (or None); got {type(a).__name__}"
+            )
     if (val_x is None) != (val_y is None) or (test_x is None) != (test_y is None):
-        raise ValueError("give `val_x` with `val_y` and `test_x` with `test_y` (or neither of a pair)")
+        raise ValueError(
+            "give `val_x` with `val_y` and `test_x` with `test_y` (or neither of a pair)"
+        )
     if len(lrs) * len(augs) > 1 and val_x is None:
-        raise ValueError("several learning rates or augmentations need `val_x`/`val_y` to choose among them")
+        raise ValueError(
+            "several learning rates or augmentations need `val_x`/`val_y` to choose among them"
+        )
     ty = torch.as_tensor(np.asarray(train_y), dtype=torch.long)
     if len(ty) != len(train_x):
-        raise ValueError(f"`train_y` must have one label per image of `train_x` ({len(train_x)}); got {len(ty)}")
+        raise ValueError(
+            f"`train_y` must have one label per image of `train_x` ({len(train_x)}); got {len(ty)}"
+        )
     return lrs, augs, ty
 
-def fine_tune(encoder: nn.Module,                # pre-trained encoder: copied, never modified
-              train_x: torch.Tensor,             # (n, C, H, W) labeled training images
-              train_y,                           # (n,) their labels
-              test_x: torch.Tensor | None = None,  # scored once, with the selected weights (None: not scored)
-              test_y=None,
-              n_classes: int | None = None,      # classes of the head (default: from the labels)
-              epochs: int = 90,
-              batch_size: int = 256,
-              lr=0.05,                           # initial learning rate (cosine to 0); a list: each tried, best on validation
-              momentum: float = 0.9,             # Nesterov
-              augment=None,                      # device batch → augmented batch (App. A: crop/flip), None: none; a list: each tried
-              seed: int = 0,
-              device=None,
-              val_x: torch.Tensor | None = None,   # validation images: the epoch (and lr) with the best top-1 is kept
-              val_y=None,
-              val_every: int = 1,                # score validation every this many epochs (and after the last)
-              ledger=None,                       # a `compute.FlopLedger` charged with every update (App. C)
-             ) -> dict:
-    """Fine-tune a copy of `encoder` + a zero-initialised linear head on `(train_x, train_y)` (suncet.txt App. A).
 
-    `lr` and `augment` may be lists: every combination is fine-tuned and the best on validation kept (ties: the first,
-    learning rates varying fastest). Returns test `top1`/`top5` (when `test_x` is given), `val_top1`, `best_epoch`
-    (the epoch whose weights were kept: best validation top-1, else the last), the chosen `lr` and `augment_index`,
-    `updates` and `flops` (forward + backward of every update of every combination tried, measured) and the
-    per-epoch `history` of the chosen run (loss, cumulative `updates` and `flops`, and `val_top1` where it was
-    scored). Test is scored once, after the selection."""
+def _fine_tune_scores(model, x, device):
+    "Class scores `(n, C)` of `model` on images `x`, in batches of 512."
+    return batched_inference(model, lambda idx: model(x[idx].to(device)), len(x), 512)
+
+
+def _fine_tune_run(lr, k, encoder, augs, train_x, ty, val_x, val_y, C, device, momentum, epochs,
+                   batch_size, val_every, seed, ledger):
+    "One fine-tuning of `fine_tune` at `lr` with augmentation `k`: the model at its selected epoch."
+    from contrastive_nb.models import LinearClassifier
+
+    has_val = val_x is not None
+    augment = augs[k]
+    enc = copy.deepcopy(encoder).to(device).train()
+    feat_dim = getattr(enc, "feature_dim", None) or enc(train_x[:2].to(device)).shape[1]
+    model = nn.Sequential(enc, LinearClassifier(feat_dim, C, zero_init=True)).to(device)
+    opt = torch.optim.SGD(
+        model.parameters(), lr=lr, momentum=momentum, nesterov=True, weight_decay=0.0
+    )
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(
+        opt, T_max=epochs * max(1, math.ceil(len(ty) / batch_size))
+    )
+    u0, f0 = ledger.updates, ledger.total
+
+    def batch_loss(idx):
+        x, y = train_x[idx].to(device), ty[idx].to(device)
+        x = augment(x) if augment is not None else x
+        ledger.charge("finetune", "ce", tuple(x.shape), model, lambda m: F.cross_entropy(m(x), y))
+        ledger.step()
+        return F.cross_entropy(model(x), y)
+
+    best, epoch = {"val_top1": -math.inf, "state": None, "epoch": epochs}, [0]
+
+    # NaN on epochs without a validation score: never selected
+    def val_score():
+        epoch[0] += 1
+        due = epoch[0] % val_every == 0 or epoch[0] == epochs
+        if not due:
+            return {"val_top1": math.nan}
+        val_scores = _fine_tune_scores(model, val_x, device)
+        return {"val_top1": topk_accuracy(val_scores, val_y, ks=(1,))["top1"]}
+
+    def after_epoch(rec):
+        rec.update(updates=ledger.updates - u0, flops=ledger.total - f0)
+        # the whole state, batch-norm statistics too
+        if "val_top1" in rec and rec["val_top1"] > best["val_top1"]:
+            best.update(
+                val_top1=rec["val_top1"], epoch=rec["epoch"],
+                state=copy.deepcopy(model.state_dict())
+            )
+
+    # min_batch=2: batch norm needs two items
+    r = fit_epochs(
+        model, opt, len(ty), epochs, batch_size, torch.Generator().manual_seed(seed), batch_loss,
+        dev_score=val_score if has_val else None, select="val_top1" if has_val else None,
+        after_epoch=after_epoch, scheduler=sched, min_batch=2
+    )
+    if best["state"] is not None:
+        model.load_state_dict(best["state"])
+    history = [
+        {k: v for k, v in h.items() if not (k == "val_top1" and math.isnan(v))}
+        for h in r["history"]
+    ]
+    return {
+        "model": model, "lr": lr, "augment_index": k,
+        "val_top1": best["val_top1"] if has_val else None, "best_epoch": best["epoch"],
+        "history": history
+    }
+
+
+def fine_tune(
+    encoder: nn.Module,  # pre-trained encoder: copied, never modified
+    train_x: torch.Tensor,  # (n, C, H, W) labeled training images
+    train_y,  # (n,) their labels
+    test_x: torch.Tensor | None = None,  # scored once, with the selected weights (None: not scored)
+    test_y=None,  # (n_test,) test labels
+    n_classes: int | None = None,  # classes of the head (default: from the labels)
+    epochs: int = 90,  # training epochs
+    batch_size: int = 256,  # images per update
+    lr=0.05,  # initial learning rate (cosine to 0); a list: each tried, best on validation
+    momentum: float = 0.9,  # Nesterov
+    # device batch → augmented batch (App. A: crop/flip), None: none; a list: each tried
+    augment=None,
+    seed: int = 0,  # seeds the head, the shuffles and the augmentation
+    device=None,  # where training runs; None: auto
+    # validation images: the epoch (and lr) with the best top-1 is kept
+    val_x: torch.Tensor | None = None,
+    val_y=None,  # (n_val,) validation labels
+    val_every: int = 1,  # score validation every this many epochs (and after the last)
+    ledger=None,  # a `compute.FlopLedger` charged with every update (App. C)
+) -> dict:  # test top1/top5, val_top1, best_epoch, lr, …
+    """Fine-tune a copy of `encoder` + a zero-initialised linear head on `(train_x, train_y)`
+    (SuNCEt App. A, arXiv:2006.10803).
+
+    `lr` and `augment` may be lists: every combination is fine-tuned and the best on validation
+    kept (ties: the first, learning rates varying fastest). Returns test `top1`/`top5` (when
+    `test_x` is given), `val_top1`, `best_epoch` (the epoch whose weights were kept: best
+    validation top-1, else the last), the chosen `lr` and `augment_index`, `updates` and `flops`
+    (forward + backward of every update of every combination tried, measured) and the per-epoch
+    `history` of the chosen run (loss, cumulative `updates` and `flops`, and `val_top1` where it
+    was scored). Test is scored once, after the selection."""
     from contrastive_nb.compute import FlopLedger
     from contrastive_nb.models import LinearClassifier
-    lrs, augs, ty = _fine_tune_args(train_x, train_y, val_x, val_y, test_x, test_y, lr, augment, epochs, batch_size, val_every)
+
+    lrs, augs, ty = _fine_tune_args(
+        train_x, train_y, val_x, val_y, test_x, test_y, lr, augment, epochs, batch_size, val_every
+    )
     device = device or next(encoder.parameters()).device
-    C = n_classes or int(max([ty.max().item()] + [int(np.max(v)) for v in (val_y, test_y) if v is not None])) + 1
+    C = (
+        n_classes
+        or int(max([ty.max().item()] + [int(np.max(v)) for v in (val_y, test_y) if v is not None]))
+        + 1
+    )
     ledger = ledger if ledger is not None else FlopLedger()
     flops0, updates0 = ledger.total, ledger.updates
     has_val = val_x is not None
 
-    def run(lr, k):                            # one fine-tuning at `lr` with augmentation `k`: the model at its selected epoch
-        augment = augs[k]
-        enc = copy.deepcopy(encoder).to(device).train()
-        feat_dim = getattr(enc, "feature_dim", None) or enc(train_x[:2].to(device)).shape[1]
-        model = nn.Sequential(enc, LinearClassifier(feat_dim, C, zero_init=True)).to(device)
-        opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, nesterov=True, weight_decay=0.0)
-        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs * max(1, math.ceil(len(ty) / batch_size)))
-        u0, f0 = ledger.updates, ledger.total
-        def batch_loss(idx):
-            x, y = train_x[idx].to(device), ty[idx].to(device)
-            x = augment(x) if augment is not None else x
-            ledger.charge("finetune", "ce", tuple(x.shape), model, lambda m: F.cross_entropy(m(x), y)); ledger.step()
-            return F.cross_entropy(model(x), y)
-        best, epoch = {"val_top1": -math.inf, "state": None, "epoch": epochs}, [0]
-        def val_score():                       # NaN on epochs without a validation score: never selected
-            epoch[0] += 1
-            due = epoch[0] % val_every == 0 or epoch[0] == epochs
-            return {"val_top1": topk_accuracy(scores(model, val_x), val_y, ks=(1,))["top1"] if due else math.nan}
-        def after_epoch(rec):
-            rec.update(updates=ledger.updates - u0, flops=ledger.total - f0)
-            if "val_top1" in rec and rec["val_top1"] > best["val_top1"]:   # the whole state, batch-norm statistics too
-                best.update(val_top1=rec["val_top1"], epoch=rec["epoch"], state=copy.deepcopy(model.state_dict()))
-        r = fit_epochs(model, opt, len(ty), epochs, batch_size, torch.Generator().manual_seed(seed), batch_loss,
-                       dev_score=val_score if has_val else None, select="val_top1" if has_val else None,
-                       after_epoch=after_epoch, scheduler=sched, min_batch=2)   # batch norm needs two items
-        if best["state"] is not None:
-            model.load_state_dict(best["state"])
-        history = [{k: v for k, v in h.items() if not (k == "val_top1" and math.isnan(v))} for h in r["history"]]
-        return {"model": model, "lr": lr, "augment_index": k, "val_top1": best["val_top1"] if has_val else None,
-                "best_epoch": best["epoch"], "history": history}
-
-    def scores(model, x): return batched_inference(model, lambda idx: model(x[idx].to(device)), len(x), 512)
-    tried = [run(v, k) for k in range(len(augs)) for v in lrs]
-    chosen = max(tried, key=lambda t: t["val_top1"]) if has_val else tried[0]     # ties: the first lr
-    out = topk_accuracy(scores(chosen["model"], test_x), test_y) if test_x is not None else {}
-    out.update({k: chosen[k] for k in ("val_top1", "best_epoch", "lr", "augment_index", "history")},
-               updates=ledger.updates - updates0, flops=ledger.total - flops0)
+    args = (
+        encoder,
+        augs,
+        train_x,
+        ty,
+        val_x,
+        val_y,
+        C,
+        device,
+        momentum,
+        epochs,
+        batch_size,
+        val_every,
+        seed,
+        ledger,
+    )
+    tried = [_fine_tune_run(v, k, *args) for k in range(len(augs)) for v in lrs]
+    # ties: the first lr
+    chosen = max(tried, key=lambda t: t["val_top1"]) if has_val else tried[0]
+    out = (
+        topk_accuracy(_fine_tune_scores(chosen["model"], test_x, device), test_y)
+        if test_x is not None
+        else {}
+    )
+    out.update(
+        {k: chosen[k] for k in ("val_top1", "best_epoch", "lr", "augment_index", "history")},
+        updates=ledger.updates - updates0,
+        flops=ledger.total - flops0,
+    )
     return out
 
 # %% ../nbs/07_evaluate.ipynb #2eed26ea
-def ap_scores(y_true, y_score) -> dict:
-    "`{'micro': …, 'macro': …}` average precision for multi-label `y_true (n, C)` in {0,1} and scores `(n, C)`."
+def ap_scores(
+    y_true,  # (n, C) multi-label targets in {0, 1}
+    y_score,  # (n, C) scores
+) -> dict:  # {'micro', 'macro'} AP
+    """`{'micro': …, 'macro': …}` average precision for multi-label `y_true (n, C)` in {0,1} and
+    scores `(n, C)`."""
     from sklearn.metrics import average_precision_score
+
     yt, ys = np.asarray(y_true), np.asarray(y_score, dtype=np.float64)
     if yt.shape != ys.shape or yt.ndim != 2:
-        raise ValueError(f"`y_true` and `y_score` must both be (n, C); got {yt.shape} and {ys.shape}")
+        raise ValueError(
+            f"`y_true` and `y_score` must both be (n, C); got {yt.shape} and {ys.shape}"
+        )
     if not np.isin(yt, [0, 1]).all():
         raise ValueError("`y_true` must hold only 0 and 1")
     has_pos = yt.sum(0) > 0
     if not has_pos.any():
         raise ValueError("`y_true` has no positive label: average precision is undefined")
-    macro = float(np.mean([average_precision_score(yt[:, c], ys[:, c]) for c in np.flatnonzero(has_pos)]))
+    macro = float(
+        np.mean([average_precision_score(yt[:, c], ys[:, c]) for c in np.flatnonzero(has_pos)])
+    )
     return {"micro": float(average_precision_score(yt.ravel(), ys.ravel())), "macro": macro}
 
-def frequency_bins(label_counts, n_bins: int = 5) -> np.ndarray:
-    "CLESS balanced bins: bin id (0 = head) per class, each bin holding ~1/n_bins of all label occurrences."
+
+def frequency_bins(
+    label_counts,  # (C,) occurrences of each class
+    n_bins: int = 5,  # number of bins
+) -> np.ndarray:  # (C,) bin id per class, 0 = head
+    """CLESS balanced bins: bin id (0 = head) per class, each bin holding ~1/n_bins of all label
+    occurrences."""
     counts = np.asarray(label_counts, dtype=np.float64)
     check_int("n_bins", n_bins, 1)
     if counts.ndim != 1 or (counts < 0).any() or counts.sum() <= 0:
-        raise ValueError("`label_counts` must be a 1-D array of non-negative counts with a positive total")
+        raise ValueError(
+            "`label_counts` must be a 1-D array of non-negative counts with a positive total"
+        )
     order = np.argsort(-counts, kind="stable")
     cum = np.cumsum(counts[order])
     start = (cum - counts[order]) / cum[-1]
@@ -297,38 +491,66 @@ def frequency_bins(label_counts, n_bins: int = 5) -> np.ndarray:
     return bins
 
 # %% ../nbs/07_evaluate.ipynb #ebbb3d9f
-def ap_by_bin(y_true, y_score, bins) -> pd.DataFrame:
-    "AP micro/macro per frequency bin: one row per bin id in `bins` (per class, e.g. from `frequency_bins`)."
+def ap_by_bin(
+    y_true,  # (n, C) multi-label targets in {0, 1}
+    y_score,  # (n, C) scores
+    bins,  # (C,) bin id per class (e.g. `frequency_bins`)
+) -> pd.DataFrame:  # one row per bin: micro, macro AP
+    """AP micro/macro per frequency bin: one row per bin id in `bins` (per class, e.g. from
+    `frequency_bins`)."""
     yt, ys, b = np.asarray(y_true), np.asarray(y_score), np.asarray(bins)
     if b.ndim != 1 or len(b) != yt.shape[-1]:
-        raise ValueError(f"`bins` must give one bin per class ({yt.shape[-1]}); got shape {b.shape}")
+        raise ValueError(
+            f"`bins` must give one bin per class ({yt.shape[-1]}); got shape {b.shape}"
+        )
     rows = []
     for k in np.unique(b):
-        cols = b == k; pos = int(yt[:, cols].sum())
-        ap = ap_scores(yt[:, cols], ys[:, cols]) if pos else {"micro": float("nan"), "macro": float("nan")}
-        rows.append({"bin": int(k), "classes": int(cols.sum()), "positives": pos, "ap_micro": ap["micro"], "ap_macro": ap["macro"]})
+        cols = b == k
+        pos = int(yt[:, cols].sum())
+        ap = (
+            ap_scores(yt[:, cols], ys[:, cols])
+            if pos
+            else {"micro": float("nan"), "macro": float("nan")}
+        )
+        rows.append({
+            "bin": int(k),
+            "classes": int(cols.sum()),
+            "positives": pos,
+            "ap_micro": ap["micro"],
+            "ap_macro": ap["macro"],
+        })
     return pd.DataFrame(rows)
 
 # %% ../nbs/07_evaluate.ipynb #3d1466b9
-def paired_difference(a,                       # metric of method A, one value per seed/split (1-D)
-                      b,                       # metric of method B on the same seeds/splits, in the same order
-                      confidence: float = 0.95,  # coverage of both intervals
-                      n_resamples: int = 9999,   # bootstrap resamples
-                      seed: int = 0,           # seed of the bootstrap's generator (the interval is reproducible)
-                     ) -> dict:
-    """Mean paired difference `a − b` with a bootstrap (BCa) and a Student-t interval, and a conservative verdict:
-    `{'n', 'mean_a', 'mean_b', 'diff', 'sd', 'boot_low', 'boot_high', 't_low', 't_high', 'wins', 'verdict'}`."""
+def paired_difference(
+    a,  # metric of method A, one value per seed/split (1-D)
+    b,  # metric of method B on the same seeds/splits, in the same order
+    confidence: float = 0.95,  # coverage of both intervals
+    n_resamples: int = 9999,  # bootstrap resamples
+    seed: int = 0,  # seed of the bootstrap's generator (the interval is reproducible)
+) -> dict:  # n, means, diff, sd, intervals, wins, verdict
+    """Mean paired difference `a − b` with a bootstrap (BCa) and a Student-t interval, and a
+    conservative verdict: `{'n', 'mean_a', 'mean_b', 'diff', 'sd', 'boot_low', 'boot_high',
+    't_low', 't_high', 'wins', 'verdict'}`."""
     from scipy import stats
     import warnings
+
     check_range("confidence", confidence, 0, 1, low_inclusive=False, high_inclusive=False)
     check_int("n_resamples", n_resamples, 100)
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.ndim != 1 or a.shape != b.shape:
-        raise ValueError(f"`a` and `b` must be 1-D with one value per seed/split each; got shapes {a.shape} and {b.shape}")
+        raise ValueError(
+            f"`a` and `b` must be 1-D with one value per seed/split each; got shapes {a.shape} and"
+            f" {b.shape}"
+        )
     if len(a) < 2:
-        raise ValueError(f"a paired interval needs at least 2 pairs (seeds or splits); got {len(a)}")
+        raise ValueError(
+            f"a paired interval needs at least 2 pairs (seeds or splits); got {len(a)}"
+        )
     if not (np.isfinite(a).all() and np.isfinite(b).all()):
-        raise ValueError("`a` and `b` must be finite (a NaN metric is a failed run: rerun or drop the pair)")
+        raise ValueError(
+            "`a` and `b` must be finite (a NaN metric is a failed run: rerun or drop the pair)"
+        )
     d = a - b
     n, mean, sd = len(d), float(d.mean()), float(d.std(ddof=1))
     if sd == 0:
@@ -338,50 +560,106 @@ def paired_difference(a,                       # metric of method A, one value p
         lo_t, hi_t = mean - half, mean + half
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ci = stats.bootstrap((d,), np.mean, n_resamples=n_resamples, confidence_level=confidence, method="BCa",
-                                 rng=np.random.default_rng(seed)).confidence_interval
+            ci = stats.bootstrap(
+                (d,),
+                np.mean,
+                n_resamples=n_resamples,
+                confidence_level=confidence,
+                method="BCa",
+                rng=np.random.default_rng(seed),
+            ).confidence_interval
             if not (np.isfinite(ci.low) and np.isfinite(ci.high)):
-                ci = stats.bootstrap((d,), np.mean, n_resamples=n_resamples, confidence_level=confidence,
-                                     method="percentile", rng=np.random.default_rng(seed)).confidence_interval
+                ci = stats.bootstrap(
+                    (d,),
+                    np.mean,
+                    n_resamples=n_resamples,
+                    confidence_level=confidence,
+                    method="percentile",
+                    rng=np.random.default_rng(seed),
+                ).confidence_interval
         lo_b, hi_b = float(ci.low), float(ci.high)
-    if min(lo_b, lo_t) > 0: verdict = "higher"
-    elif max(hi_b, hi_t) < 0: verdict = "lower"
-    else: verdict = "not distinguishable here"
-    return {"n": n, "mean_a": float(a.mean()), "mean_b": float(b.mean()), "diff": mean, "sd": sd,
-            "boot_low": lo_b, "boot_high": hi_b, "t_low": lo_t, "t_high": hi_t, "wins": int((d > 0).sum()),
-            "verdict": verdict}
+    if min(lo_b, lo_t) > 0:
+        verdict = "higher"
+    elif max(hi_b, hi_t) < 0:
+        verdict = "lower"
+    else:
+        verdict = "not distinguishable here"
+    return {
+        "n": n,
+        "mean_a": float(a.mean()),
+        "mean_b": float(b.mean()),
+        "diff": mean,
+        "sd": sd,
+        "boot_low": lo_b,
+        "boot_high": hi_b,
+        "t_low": lo_t,
+        "t_high": hi_t,
+        "wins": int((d > 0).sum()),
+        "verdict": verdict,
+    }
 
 # %% ../nbs/07_evaluate.ipynb #f9be7b16
-def paired_table(results: pd.DataFrame,     # tidy results: one row per arm and pair
-                 metric: str,               # the column compared (higher is better)
-                 baseline: str,             # the arm every other arm is compared with
-                 arm: str = "arm",          # the column naming the method / arm
-                 pair="seed",               # column(s) that pair runs: the same seed (and split) in both arms
-                 confidence: float = 0.95,  # coverage of the intervals
-                ) -> pd.DataFrame:
-    "Each arm's mean ± sd of `metric` and its paired difference to `baseline` with intervals (see `paired_difference`)."
+def paired_table(
+    results: pd.DataFrame,  # tidy results: one row per arm and pair
+    metric: str,  # the column compared (higher is better)
+    baseline: str,  # the arm every other arm is compared with
+    arm: str = "arm",  # the column naming the method / arm
+    pair="seed",  # column(s) that pair runs: the same seed (and split) in both arms
+    confidence: float = 0.95,  # coverage of the intervals
+) -> pd.DataFrame:  # one row per arm
+    """Each arm's mean ± sd of `metric` and its paired difference to `baseline` with intervals (see
+    `paired_difference`)."""
     pair = [pair] if isinstance(pair, str) else list(pair)
     missing = [c for c in [arm, metric, *pair] if c not in results.columns]
     if missing:
         raise ValueError(f"`results` has no column(s) {missing}; columns: {list(results.columns)}")
     if baseline not in set(results[arm]):
-        raise ValueError(f"`baseline`={baseline!r} is not an arm of `results`; arms: {sorted(results[arm].unique())}")
+        raise ValueError(
+            f"`baseline`={baseline!r} is not an arm of `results`; arms:"
+            f" {sorted(results[arm].unique())}"
+        )
     dup = results.duplicated([arm, *pair])
     if dup.any():
-        raise ValueError(f"`results` has {int(dup.sum())} repeated ({arm}, {', '.join(pair)}) row(s): one value per arm and pair")
+        raise ValueError(
+            f"`results` has {int(dup.sum())} repeated ({arm}, {', '.join(pair)}) row(s): one value"
+            " per arm and pair"
+        )
     wide = results.pivot_table(index=pair, columns=arm, values=metric, aggfunc="first")
     rows = []
     for a in results[arm].drop_duplicates():
         vals = results.loc[results[arm] == a, metric].to_numpy(float)
-        row = {arm: a, "runs": len(vals), "mean": float(np.mean(vals)), "sd": float(np.std(vals, ddof=1)) if len(vals) > 1 else float("nan")}
+        row = {
+            arm: a,
+            "runs": len(vals),
+            "mean": float(np.mean(vals)),
+            "sd": float(np.std(vals, ddof=1)) if len(vals) > 1 else float("nan"),
+        }
         if a != baseline:
             both = wide[[a, baseline]].dropna()
             if len(both) == 0:
-                raise ValueError(f"arm {a!r} shares no ({', '.join(pair)}) with the baseline {baseline!r}")
+                raise ValueError(
+                    f"arm {a!r} shares no ({', '.join(pair)}) with the baseline {baseline!r}"
+                )
             if len(both) >= 2:
                 r = paired_difference(both[a].to_numpy(), both[baseline].to_numpy(), confidence)
-                row.update({k: r[k] for k in ("n", "diff", "boot_low", "boot_high", "t_low", "t_high", "wins", "verdict")})
+                row.update({
+                    k: r[k]
+                    for k in (
+                        "n",
+                        "diff",
+                        "boot_low",
+                        "boot_high",
+                        "t_low",
+                        "t_high",
+                        "wins",
+                        "verdict",
+                    )
+                })
             else:
-                row.update(n=1, diff=float(both[a].iloc[0] - both[baseline].iloc[0]), verdict="one pair: no interval")
+                row.update(
+                    n=1,
+                    diff=float(both[a].iloc[0] - both[baseline].iloc[0]),
+                    verdict="one pair: no interval",
+                )
         rows.append(row)
     return pd.DataFrame(rows)
