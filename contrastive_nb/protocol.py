@@ -26,106 +26,188 @@ __all__ = ['basic_views', 'select_probe', 'few_label_draw', 'few_label_probes', 
            'sweep_figure']
 
 # %% ../nbs/08_protocol.ipynb #d2f530af
-def basic_views(kind: str = "digits",          # 'digits' (no flip) or 'cifar' (flip, then normalise)
-                size: int | None = None,        # image side (default: 8 for digits, 32 for CIFAR)
-                padding: int | None = None,     # zero padding before the random crop (default: 1 / 4)
-               ) -> nn.Module:
-    "App. A's fine-tuning augmentation on a float batch `(B, C, H, W)` in [0, 1]: padded random crop (+ flip)."
+def basic_views(
+    kind: str = "digits",  # 'digits' (no flip) or 'cifar' (flip, then normalise)
+    size: int | None = None,  # image side (default: 8 for digits, 32 for CIFAR)
+    padding: int | None = None,  # zero padding before the random crop (default: 1 / 4)
+) -> nn.Module:  # module: float batch (B, C, H, W) → augmented batch
+    """App. A's fine-tuning augmentation on a float batch `(B, C, H, W)` in [0, 1]: padded random
+    crop (+ flip)."""
     import kornia.augmentation as K
+
     check_choice("kind", kind, ["digits", "cifar"])
     size = check_int("size", size if size is not None else (8 if kind == "digits" else 32), 1)
-    padding = check_int("padding", padding if padding is not None else (1 if kind == "digits" else 4), 0)
+    padding = check_int(
+        "padding", padding if padding is not None else (1 if kind == "digits" else 4), 0
+    )
     ops = [K.RandomCrop((size, size), padding=padding)]
     if kind == "cifar":
-        ops += [K.RandomHorizontalFlip(), K.Normalize(torch.tensor(CIFAR_MEAN), torch.tensor(CIFAR_STD))]
+        ops += [
+            K.RandomHorizontalFlip(),
+            K.Normalize(torch.tensor(CIFAR_MEAN), torch.tensor(CIFAR_STD)),
+        ]
     return K.AugmentationSequential(*ops)
 
 # %% ../nbs/08_protocol.ipynb #69f23137
-def select_probe(train_z, train_y,             # features (n, d) and labels of the probe's training items
-                 val_z, val_y,                 # validation features and labels: choose C here
-                 test_z=None, test_y=None,     # scored once with the chosen C (None: not scored)
-                 Cs=(0.1, 1.0, 10.0),          # inverse regularisation strengths tried, in order
-                ) -> dict:
-    "Logistic-regression probe with `C` chosen on validation: `{'C', 'val_top1', 'test_top1'}` (test None if not given)."
+def select_probe(
+    train_z,  # (n, d) features of the probe's training items
+    train_y,  # (n,) their labels
+    val_z,  # (n_val, d) validation features: C is chosen here
+    val_y,  # (n_val,) validation labels
+    test_z=None,  # (n_test, d) test features, scored once with the chosen C (None: not scored)
+    test_y=None,  # (n_test,) test labels
+    Cs=(0.1, 1.0, 10.0),  # inverse regularisation strengths tried, in order
+) -> dict:  # {'C', 'val_top1', 'test_top1'}
+    """Logistic-regression probe with `C` chosen on validation: `{'C', 'val_top1', 'test_top1'}`
+    (test None if not given)."""
     Cs = list(Cs)
     if not Cs:
         raise ValueError("`Cs` must hold at least one value")
     if (test_z is None) != (test_y is None):
         raise ValueError("give `test_z` with `test_y` (or neither)")
     vals = [linear_probe(train_z, train_y, val_z, val_y, C=c)["top1"] for c in Cs]
-    best = int(np.argmax(vals))                                   # first maximum: the strongest regularisation
-    test = linear_probe(train_z, train_y, test_z, test_y, C=Cs[best])["top1"] if test_z is not None else None
+    # first maximum: the strongest regularisation
+    best = int(np.argmax(vals))
+    test = (
+        linear_probe(train_z, train_y, test_z, test_y, C=Cs[best])["top1"]
+        if test_z is not None
+        else None
+    )
     return {"C": Cs[best], "val_top1": vals[best], "test_top1": test}
 
 # %% ../nbs/08_protocol.ipynb #9615f4bb
-_DRAWS_PER_SEED = 1000   # draw d of seed s is seeded 1000·s + d: more draws per seed would repeat the next seed's
+# draw d of seed s is seeded 1000·s + d: more draws per seed would repeat the next seed's
+_DRAWS_PER_SEED = 1000
 
-def few_label_draw(train_y,               # labels of the training items (n,)
-                   fraction: float,       # share of each class labeled (at least one item per class)
-                   seed: int = 0,         # the probes' seed
-                   draw: int = 0,         # the draw number, 0 ≤ draw < 1000
-                  ) -> np.ndarray:
-    "Sorted indices of the items labeled by draw `draw` of `seed`: `data.labeled_fraction_split` seeded `1000·seed + draw`."
-    check_int("seed", seed, 0); check_int("draw", draw, 0, _DRAWS_PER_SEED - 1)
+
+def few_label_draw(
+    train_y,  # labels of the training items (n,)
+    fraction: float,  # share of each class labeled (at least one item per class)
+    seed: int = 0,  # the probes' seed
+    draw: int = 0,  # the draw number, 0 ≤ draw < 1000
+) -> np.ndarray:  # sorted int64 indices of the labeled items
+    """Sorted indices of the items labeled by draw `draw` of `seed`: `data.labeled_fraction_split`
+    seeded `1000·seed + draw`."""
+    check_int("seed", seed, 0)
+    check_int("draw", draw, 0, _DRAWS_PER_SEED - 1)
     return labeled_fraction_split(train_y, fraction, seed=_DRAWS_PER_SEED * seed + draw)[0]
 
-def few_label_probes(train_z, train_y,               # features (n, d) of the training items and their labels
-                     val_z, val_y, test_z, test_y,  # validation (C is chosen here) and test features and labels
-                     fractions=(0.01, 0.02, 0.1),   # shares of the training labels the probe may use
-                     draws: int = 3,                # labeled draws per share
-                     seed: int = 0,                 # with the draw number, fixes which items are labeled
-                     Cs=(0.1, 1.0, 10.0),           # inverse regularisation strengths tried on validation
-                    ) -> pd.DataFrame:
-    """One row per (fraction, draw): labeled items, chosen `C`, validation and test top-1 of the probe. Draw `d` labels
-    `few_label_draw(train_y, fraction, seed, d)` (no labeled set repeats across seeds; at most 1000 draws per seed)."""
-    check_int("draws", draws, 1, _DRAWS_PER_SEED); check_int("seed", seed, 0)
+
+# features (n, d) of the training items and their labels
+def few_label_probes(
+    train_z,  # (n, d) features of the training items
+    train_y,  # (n,) their labels
+    val_z,  # (n_val, d) validation features: C is chosen here
+    val_y,  # (n_val,) validation labels
+    test_z,  # (n_test, d) test features
+    test_y,  # (n_test,) test labels
+    fractions=(0.01, 0.02, 0.1),  # shares of the training labels the probe may use
+    draws: int = 3,  # labeled draws per share
+    seed: int = 0,  # with the draw number, fixes which items are labeled
+    Cs=(0.1, 1.0, 10.0),  # inverse regularisation strengths tried on validation
+) -> pd.DataFrame:  # one row per (fraction, draw)
+    """One row per (fraction, draw): labeled items, chosen `C`, validation and test top-1 of the
+    probe. Draw `d` labels `few_label_draw(train_y, fraction, seed, d)` (no labeled set repeats
+    across seeds; at most 1000 draws per seed)."""
+    check_int("draws", draws, 1, _DRAWS_PER_SEED)
+    check_int("seed", seed, 0)
     y = label_vector(train_y, low=None)
     z = np.asarray(train_z)
     if len(z) != len(y):
-        raise ValueError(f"`train_y` must have one label per row of `train_z` ({len(z)}); got {len(y)}")
+        raise ValueError(
+            f"`train_y` must have one label per row of `train_z` ({len(z)}); got {len(y)}"
+        )
     rows = []
     for f in fractions:
         check_range("fractions", f, 0, 1, low_inclusive=False)
         for d in range(draws):
             lab = few_label_draw(y, f, seed, d)
             r = select_probe(z[lab], y[lab], val_z, val_y, test_z, test_y, Cs)
-            rows.append({"fraction": f, "draw": d, "labeled": len(lab), "C": r["C"], "val_top1": r["val_top1"],
-                         "test_top1": r["test_top1"]})
+            rows.append({
+                "fraction": f,
+                "draw": d,
+                "labeled": len(lab),
+                "C": r["C"],
+                "val_top1": r["val_top1"],
+                "test_top1": r["test_top1"],
+            })
     return pd.DataFrame(rows)
 
 # %% ../nbs/08_protocol.ipynb #c6dbafbd
 class SelectOnValidation(Evaluation):
-    "Engine hook: score validation every `every` epochs and before the first update; keep the best `select` state (ties: the first)."
-    def __init__(self, eval_fn: Callable,       # model → {metric: value} on the validation set
-                 select: str,                   # the key of `eval_fn`'s result to maximise
-                 every: int = 1,                # evaluate every this many epochs (and after the last)
-                ):
+    """Engine hook: score validation every `every` epochs and before the first update; keep the
+    best `select` state (ties: the first)."""
+
+    def __init__(
+        self,
+        eval_fn: Callable,  # model → {metric: value} on the validation set
+        select: str,  # the key of `eval_fn`'s result to maximise
+        # evaluate every this many epochs (and after the last)
+        every: int = 1,
+    ):
         super().__init__(eval_fn, every)
         self.select = select
-        self.best, self.best_epoch, self.best_record, self.state, self.initial = -math.inf, None, None, None, None
+        self.best, self.best_epoch, self.best_record, self.state, self.initial = (
+            -math.inf,
+            None,
+            None,
+            None,
+            None,
+        )
 
     def _consider(self, model: nn.Module, record: dict):
         if self.select not in record:
-            raise ValueError(f"`select` is {self.select!r} but `eval_fn` gives {sorted(k for k in record if k != 'epoch')}")
+            raise ValueError(
+                f"`select` is {self.select!r} but `eval_fn` gives"
+                f" {sorted(k for k in record if k != 'epoch')}"
+            )
         if record[self.select] > self.best:
-            self.best, self.best_epoch, self.best_record = record[self.select], record["epoch"], dict(record)
+            self.best, self.best_epoch, self.best_record = (
+                record[self.select],
+                record["epoch"],
+                dict(record),
+            )
             self.state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
 
-    def before_fit(self, run):
+    def before_fit(
+        self,
+        run,  # the `train.Run` being trained
+    ):
+        "Score validation before the first update (the epoch-0 point of the curve)."
         if run.state.updates == 0 and self.initial is None:
-            self.initial = {"epoch": 0, "updates": 0, "flops": 0, "petaflops": 0.0, **self.eval_fn(run.state.model)}
+            self.initial = {
+                "epoch": 0,
+                "updates": 0,
+                "flops": 0,
+                "petaflops": 0.0,
+                **self.eval_fn(run.state.model),
+            }
             self._consider(run.state.model, self.initial)
 
-    def after_epoch(self, run, record):
-        super().after_epoch(run, record)                     # adds eval_fn's numbers on evaluation epochs
+    def after_epoch(
+        self,
+        run,  # the `train.Run` being trained
+        record,  # this epoch's record; validation numbers are added
+    ):
+        "Score validation when due; keep the model state when `select` improved."
+        # adds eval_fn's numbers on evaluation epochs
+        super().after_epoch(run, record)
         if record["epoch"] % self.every == 0 or record["epoch"] == run.epochs:
             self._consider(run.state.model, record)
 
-    def curve(self, history: list) -> list:
+    def curve(
+        self,
+        history: list,  # `fit`'s history (one record per epoch)
+    ) -> list:  # records carrying `select`, epoch 0 first
         "The validation curve: the epoch-0 record, then the history's records that carry `select`."
-        return ([self.initial] if self.initial is not None else []) + [dict(r) for r in history if self.select in r]
+        return ([self.initial] if self.initial is not None else []) + [
+            dict(r) for r in history if self.select in r
+        ]
 
-    def restore(self, model: nn.Module) -> nn.Module:
+    def restore(
+        self,
+        model: nn.Module,  # the trained network (same architecture)
+    ) -> nn.Module:  # `model`, with the selected state
         "Load the selected state into `model` (returns it)."
         if self.state is None:
             raise ValueError("no state selected yet: pass this hook to `fit` first")
@@ -133,16 +215,20 @@ class SelectOnValidation(Evaluation):
         return model
 
 # %% ../nbs/08_protocol.ipynb #459a4494
-def reach_table(curves: dict,              # arm → validation curve: records with 'epoch', 'updates', 'flops', `metric`
-                metric: str,               # the validation metric (higher is better)
-                thresholds,                # accuracies to reach
-                extra_flops: dict | None = None,  # arm → FLOPs added to every reached point (e.g. fine-tuning)
-               ) -> pd.DataFrame:
-    "One row per (arm, threshold): `reached`, `epoch`, `updates`, `flops`, `petaflops` of the first record ≥ threshold."
+def reach_table(
+    curves: dict,  # arm → validation curve: records with 'epoch', 'updates', 'flops', `metric`
+    metric: str,  # the validation metric (higher is better)
+    thresholds,  # accuracies to reach
+    extra_flops: dict | None = None,  # arm → FLOPs added to every reached point (e.g. fine-tuning)
+) -> pd.DataFrame:  # one row per (arm, threshold)
+    """One row per (arm, threshold): `reached`, `epoch`, `updates`, `flops`, `petaflops` of the
+    first record ≥ threshold."""
     extra_flops = extra_flops or {}
     unknown = sorted(set(extra_flops) - set(curves))
     if unknown:
-        raise ValueError(f"`extra_flops` names arm(s) {unknown} that are not in `curves` ({sorted(curves)})")
+        raise ValueError(
+            f"`extra_flops` names arm(s) {unknown} that are not in `curves` ({sorted(curves)})"
+        )
     rows = []
     for arm, curve in curves.items():
         if not any(r.get(metric) is not None for r in curve):
@@ -150,19 +236,27 @@ def reach_table(curves: dict,              # arm → validation curve: records w
         for t in thresholds:
             hit = flops_to_reach(curve, metric, float(t))
             f = hit["flops"] + extra_flops.get(arm, 0) if hit else math.nan
-            rows.append({"arm": arm, "threshold": float(t), "reached": hit is not None,
-                         "epoch": hit["epoch"] if hit else math.nan, "updates": hit["updates"] if hit else math.nan,
-                         "flops": f, "petaflops": f / 1e15})
+            rows.append({
+                "arm": arm,
+                "threshold": float(t),
+                "reached": hit is not None,
+                "epoch": hit["epoch"] if hit else math.nan,
+                "updates": hit["updates"] if hit else math.nan,
+                "flops": f,
+                "petaflops": f / 1e15,
+            })
     return pd.DataFrame(rows)
 
 # %% ../nbs/08_protocol.ipynb #0c43b86f
-def compute_saved_table(curves: dict,       # arm → validation curve (records with 'epoch', 'updates', 'flops', `metric`)
-                        method: str,        # the arm whose savings are measured
-                        baselines: list,    # the arms it is measured against
-                        metric: str,        # the validation metric (higher is better)
-                        extra_flops: dict | None = None,  # arm → FLOPs added to both sides (e.g. fine-tuning)
-                       ) -> pd.DataFrame:
-    "One row per baseline: its best validation `target`, FLOPs of both to reach it, `reached`, saved (FLOPs, share, updates)."
+def compute_saved_table(
+    curves: dict,  # arm → validation curve (records with 'epoch', 'updates', 'flops', `metric`)
+    method: str,  # the arm whose savings are measured
+    baselines: list,  # the arms it is measured against
+    metric: str,  # the validation metric (higher is better)
+    extra_flops: dict | None = None,  # arm → FLOPs added to both sides (e.g. fine-tuning)
+) -> pd.DataFrame:  # one row per baseline
+    """One row per baseline: its best validation `target`, FLOPs of both to reach it, `reached`,
+    saved (FLOPs, share, updates)."""
     extra = extra_flops or {}
     missing = [a for a in [method, *baselines] if a not in curves]
     if missing:
@@ -172,25 +266,34 @@ def compute_saved_table(curves: dict,       # arm → validation curve (records 
         s = compute_saved(curves[b], curves[method], metric)
         base = s["baseline_flops"] + extra.get(b, 0)
         meth = s["method_flops"] + extra.get(method, 0) if s["reached"] else math.nan
-        rows.append({"baseline": b, "target": s["target"], "reached": s["reached"], "baseline_flops": base,
-                     "method_flops": meth, "petaflops_saved": (base - meth) / 1e15,
-                     "fraction_saved": (base - meth) / base if base > 0 else math.nan,
-                     "updates_saved": s["updates_saved"] if s["reached"] else math.nan})
+        rows.append({
+            "baseline": b,
+            "target": s["target"],
+            "reached": s["reached"],
+            "baseline_flops": base,
+            "method_flops": meth,
+            "petaflops_saved": (base - meth) / 1e15,
+            "fraction_saved": (base - meth) / base if base > 0 else math.nan,
+            "updates_saved": s["updates_saved"] if s["reached"] else math.nan,
+        })
     return pd.DataFrame(rows)
 
 # %% ../nbs/08_protocol.ipynb #4e839457
 _CLAIM = {"higher": "reproduced", "lower": "reversed"}
 
-def claims_table(results: pd.DataFrame,    # tidy: one row per arm and pair (and group)
-                 metric: str,              # the compared column (higher is better)
-                 method: str,              # the arm making the claim
-                 baselines: list,          # the arms it is compared with
-                 arm: str = "arm",         # the column naming the arm
-                 pair="seed",              # column(s) pairing runs (same seed, same split)
-                 by=None,                  # column(s) grouping the comparison (e.g. the labeled fraction)
-                 confidence: float = 0.95,
-                ) -> pd.DataFrame:
-    "Paired `method − baseline` per baseline (and group): means, difference, intervals, wins, verdict and `claim`."
+
+def claims_table(
+    results: pd.DataFrame,  # tidy: one row per arm and pair (and group)
+    metric: str,  # the compared column (higher is better)
+    method: str,  # the arm making the claim
+    baselines: list,  # the arms it is compared with
+    arm: str = "arm",  # the column naming the arm
+    pair="seed",  # column(s) pairing runs (same seed, same split)
+    by=None,  # column(s) grouping the comparison (e.g. the labeled fraction)
+    confidence: float = 0.95,  # two-sided level of the intervals
+) -> pd.DataFrame:  # one row per baseline (and group)
+    """Paired `method − baseline` per baseline (and group): means, difference, intervals, wins,
+    verdict and `claim`."""
     pair = [pair] if isinstance(pair, str) else list(pair)
     by = [] if by is None else ([by] if isinstance(by, str) else list(by))
     missing = [c for c in [arm, metric, *pair, *by] if c not in results.columns]
@@ -198,41 +301,73 @@ def claims_table(results: pd.DataFrame,    # tidy: one row per arm and pair (and
         raise ValueError(f"`results` has no column(s) {missing}; columns: {list(results.columns)}")
     absent = [a for a in [method, *baselines] if a not in set(results[arm])]
     if absent:
-        raise ValueError(f"arm(s) {absent} are not in `results`; arms: {sorted(results[arm].unique())}")
+        raise ValueError(
+            f"arm(s) {absent} are not in `results`; arms: {sorted(results[arm].unique())}"
+        )
     dup = results.duplicated([arm, *pair, *by])
     if dup.any():
-        raise ValueError(f"`results` has {int(dup.sum())} repeated ({', '.join([arm, *pair, *by])}) row(s): one value per "
-                         f"arm and pair{' within each group' if by else ''} (group with `by`)")
+        raise ValueError(
+            f"`results` has {int(dup.sum())} repeated ({', '.join([arm, *pair, *by])}) row(s): one"
+            f" value per arm and pair{' within each group' if by else ''} (group with `by`)"
+        )
     rows = []
     for key, g in (results.groupby(by, sort=True) if by else [((), results)]):
         key = key if isinstance(key, tuple) else (key,)
         wide = g.pivot_table(index=pair, columns=arm, values=metric, aggfunc="first")
         for b in baselines:
-            both = wide[[method, b]].dropna() if {method, b} <= set(wide.columns) else pd.DataFrame(columns=[method, b])
+            both = (
+                wide[[method, b]].dropna()
+                if {method, b} <= set(wide.columns)
+                else pd.DataFrame(columns=[method, b])
+            )
             row = {**dict(zip(by, key)), "baseline": b, "n": len(both)}
             if len(both) >= 2:
                 r = paired_difference(both[method].to_numpy(), both[b].to_numpy(), confidence)
-                row.update({k: r[k] for k in ("mean_a", "mean_b", "diff", "boot_low", "boot_high", "t_low", "t_high",
-                                               "wins", "verdict")})
+                row.update({
+                    k: r[k]
+                    for k in (
+                        "mean_a",
+                        "mean_b",
+                        "diff",
+                        "boot_low",
+                        "boot_high",
+                        "t_low",
+                        "t_high",
+                        "wins",
+                        "verdict",
+                    )
+                })
                 row["claim"] = _CLAIM.get(r["verdict"], "not distinguishable here")
             else:
                 if len(both):
-                    row.update(mean_a=float(both[method].mean()), mean_b=float(both[b].mean()),
-                               diff=float((both[method] - both[b]).mean()))
-                row.update(verdict=f"{len(both)} pair(s): no interval", claim="not distinguishable here")
+                    row.update(
+                        mean_a=float(both[method].mean()),
+                        mean_b=float(both[b].mean()),
+                        diff=float((both[method] - both[b]).mean()),
+                    )
+                row.update(
+                    verdict=f"{len(both)} pair(s): no interval", claim="not distinguishable here"
+                )
             rows.append(row)
-    return pd.DataFrame(rows).rename(columns={"mean_a": f"mean {method}", "mean_b": "mean baseline"})
+    return pd.DataFrame(rows).rename(
+        columns={"mean_a": f"mean {method}", "mean_b": "mean baseline"}
+    )
 
-def strongest_baseline(results: pd.DataFrame,  # tidy: one row per arm and pair (and group)
-                       baselines: list,         # candidate arms
-                       val_metric: str,         # a validation score (never a test score)
-                       arm: str = "arm",
-                       by=None,                 # column(s) grouping the choice
-                      ) -> pd.Series:
-    "The baseline with the highest mean validation score, per group (a Series; index: the groups, or 'all')."
+
+def strongest_baseline(
+    results: pd.DataFrame,  # tidy: one row per arm and pair (and group)
+    baselines: list,  # candidate arms
+    val_metric: str,  # a validation score (never a test score)
+    arm: str = "arm",  # the column naming the arm
+    by=None,  # column(s) grouping the choice
+) -> pd.Series:  # group → baseline name
+    """The baseline with the highest mean validation score, per group (a Series; index: the groups,
+    or 'all')."""
     by = [] if by is None else ([by] if isinstance(by, str) else list(by))
     if "val" not in str(val_metric):
-        raise ValueError(f"`val_metric` must be a validation score (its name contains 'val'); got {val_metric!r}")
+        raise ValueError(
+            f"`val_metric` must be a validation score (its name contains 'val'); got {val_metric!r}"
+        )
     sub = results[results[arm].isin(baselines)]
     if sub.empty:
         raise ValueError(f"none of the baselines {baselines} is in `results`")
@@ -242,32 +377,43 @@ def strongest_baseline(results: pd.DataFrame,  # tidy: one row per arm and pair 
     return means.groupby(level=list(range(len(by)))).idxmax().map(lambda k: k[-1])
 
 # %% ../nbs/08_protocol.ipynb #327db8a5
-def long_table(results: pd.DataFrame,   # one row per run, with `prefix/<key>/<metric>` columns
-               prefix: str,             # e.g. 'results' or 'compute_saved'
-               key: str = "arm",        # name of the column that receives <key>
-               keep=None,               # columns carried over (default: 'run', 'status' and every 'param/…')
-              ) -> pd.DataFrame:
-    "One row per (run, key) with the `<metric>` columns of `prefix/<key>/<metric>`; parameters lose their `param/`."
+def long_table(
+    results: pd.DataFrame,  # one row per run, with `prefix/<key>/<metric>` columns
+    prefix: str,  # e.g. 'results' or 'compute_saved'
+    key: str = "arm",  # name of the column that receives <key>
+    keep=None,  # columns carried over (default: 'run', 'status' and every 'param/…')
+) -> pd.DataFrame:  # one row per (run, key)
+    """One row per (run, key) with the `<metric>` columns of `prefix/<key>/<metric>`; parameters
+    lose their `param/`."""
     cols = [c for c in results.columns if c.startswith(prefix + "/") and c.count("/") >= 2]
     if not cols:
         raise ValueError(f"`results` has no '{prefix}/<{key}>/<metric>' columns")
-    keep = list(keep) if keep is not None else [c for c in results.columns if c in ("run", "status") or c.startswith("param/")]
+    keep = (
+        list(keep)
+        if keep is not None
+        else [c for c in results.columns if c in ("run", "status") or c.startswith("param/")]
+    )
     parts = []
     for k in dict.fromkeys(c.split("/")[1] for c in cols):
         mine = {c: c.split("/", 2)[2] for c in cols if c.split("/")[1] == k}
         parts.append(results[keep + list(mine)].rename(columns=mine).assign(**{key: k}))
     out = pd.concat(parts, ignore_index=True)
-    return out.rename(columns={c: c[len("param/"):] for c in out.columns if c.startswith("param/")})
+    return out.rename(
+        columns={c: c[len("param/") :] for c in out.columns if c.startswith("param/")}
+    )
 
 # %% ../nbs/08_protocol.ipynb #2b3a0d21
-def saving_claims(saved: pd.DataFrame,          # one row per run and baseline: `value`, `reached`, `baseline`, `by`
-                  by=None,                      # column(s) grouping the claim (e.g. the labeled fraction)
-                  baseline: str = "baseline",   # the column naming the baseline
-                  value: str = "fraction_saved",  # the saving (share of the baseline's compute; NaN where not reached)
-                  reached: str = "reached",     # whether the method reached the baseline's target in that run
-                  confidence: float = 0.95,
-                 ) -> pd.DataFrame:
-    "Per group and baseline: runs that reached the target, mean saving over them, 95% intervals and the claim."
+def saving_claims(
+    saved: pd.DataFrame,  # one row per run and baseline: `value`, `reached`, `baseline`, `by`
+    by=None,  # column(s) grouping the claim (e.g. the labeled fraction)
+    baseline: str = "baseline",  # the column naming the baseline
+    # the saving (share of the baseline's compute; NaN where not reached)
+    value: str = "fraction_saved",
+    reached: str = "reached",  # whether the method reached the baseline's target in that run
+    confidence: float = 0.95,  # two-sided level of the intervals
+) -> pd.DataFrame:  # one row per group and baseline
+    """Per group and baseline: runs that reached the target, mean saving over them, 95% intervals
+    and the claim."""
     by = [] if by is None else ([by] if isinstance(by, str) else list(by))
     missing = [c for c in [baseline, value, reached, *by] if c not in saved.columns]
     if missing:
@@ -277,28 +423,38 @@ def saving_claims(saved: pd.DataFrame,          # one row per run and baseline: 
         key = key if isinstance(key, tuple) else (key,)
         ok = g[reached].astype(bool).to_numpy()
         got = g.loc[ok, value].dropna().to_numpy(float)
-        row = {**dict(zip(by + ["baseline"], key)), "runs": len(g), "reached": int(ok.sum()),
-               "mean saved": float(got.mean()) if len(got) else math.nan}
+        row = {
+            **dict(zip(by + ["baseline"], key)),
+            "runs": len(g),
+            "reached": int(ok.sum()),
+            "mean saved": float(got.mean()) if len(got) else math.nan,
+        }
         if len(got) >= 2:
             r = paired_difference(got, np.zeros_like(got), confidence)
             row.update({k: r[k] for k in ("boot_low", "boot_high", "t_low", "t_high")})
-            row["claim"] = ("reproduced" if r["verdict"] == "higher" and ok.all() else
-                            "reversed" if r["verdict"] == "lower" else "not distinguishable here")
+            row["claim"] = (
+                "reproduced"
+                if r["verdict"] == "higher" and ok.all()
+                else "reversed" if r["verdict"] == "lower" else "not distinguishable here"
+            )
         else:
             row["claim"] = "not distinguishable here"
         rows.append(row)
     return pd.DataFrame(rows)
 
-def sweep_claims(results: pd.DataFrame,        # one row per run (`runs.sweep_results`' results.parquet)
-                 method: str,                  # the arm making the claims
-                 baselines: list,              # arms it is compared with on accuracy
-                 by: str = "labeled_fraction", # the grid parameter the claims are grouped by
-                 metric: str = "test_top1",    # accuracy compared (each arm's test score at its selected point)
-                 val_metric: str = "val_top1", # validation score that picks the strongest baseline
-                 compute_baselines: list | None = None,  # baselines of the compute claims (default: `baselines`)
-                 compute_val_metric: str | None = None,  # validation score picking the strongest of those
-                ) -> tuple:
-    "`(accuracy claims, compute claims)` of a sweep, each with a `strongest` column (the baseline chosen on validation)."
+
+def sweep_claims(
+    results: pd.DataFrame,  # one row per run (`runs.sweep_results`' results.parquet)
+    method: str,  # the arm making the claims
+    baselines: list,  # arms it is compared with on accuracy
+    by: str = "labeled_fraction",  # the grid parameter the claims are grouped by
+    metric: str = "test_top1",  # accuracy compared (each arm's test score at its selected point)
+    val_metric: str = "val_top1",  # validation score that picks the strongest baseline
+    compute_baselines: list | None = None,  # baselines of the compute claims (default: `baselines`)
+    compute_val_metric: str | None = None,  # validation score picking the strongest of those
+) -> tuple:  # (accuracy claims, compute claims)
+    """`(accuracy claims, compute claims)` of a sweep, each with a `strongest` column (the baseline
+    chosen on validation)."""
     ok = results[results["status"] == "ok"] if "status" in results else results
     long = long_table(ok, "results")
     compute_baselines = list(compute_baselines or baselines)
@@ -312,20 +468,28 @@ def sweep_claims(results: pd.DataFrame,        # one row per run (`runs.sweep_re
     return acc, comp
 
 # %% ../nbs/08_protocol.ipynb #b1e93de5
-def sweep_figure(results: pd.DataFrame,        # one row per run (results.parquet of a sweep)
-                 arms: list,                   # arms drawn, in this order
-                 by: str = "labeled_fraction", # the grid parameter on the x axis / one panel per value
-                 metric: str = "test_top1",    # accuracy on the right panel
-                 path=None,                    # also save the figure here (PNG)
-                ) -> tuple:
-    "`(figure, path)`: median FLOPs to reach each validation threshold per grid value, and accuracy per grid value."
+def sweep_figure(
+    results: pd.DataFrame,  # one row per run (results.parquet of a sweep)
+    arms: list,  # arms drawn, in this order
+    by: str = "labeled_fraction",  # the grid parameter on the x axis / one panel per value
+    metric: str = "test_top1",  # accuracy on the right panel
+    path=None,  # also save the figure here (PNG)
+) -> tuple:  # (figure, saved path or None)
+    """`(figure, path)`: median FLOPs to reach each validation threshold per grid value, and
+    accuracy per grid value."""
     import matplotlib.pyplot as plt
     from scipy import stats
+
     ok = results[results["status"] == "ok"] if "status" in results else results
     long = long_table(ok, "results")
     values = sorted(long[by].unique())
     has_reach = any(c.startswith("reach/") for c in ok.columns)
-    fig, ax = plt.subplots(1, len(values) * has_reach + 1, figsize=(3.6 * (len(values) * has_reach + 1), 3.4), squeeze=False)
+    fig, ax = plt.subplots(
+        1,
+        len(values) * has_reach + 1,
+        figsize=(3.6 * (len(values) * has_reach + 1), 3.4),
+        squeeze=False,
+    )
     ax = ax[0]
     if has_reach:
         rc = long_table(ok, "reach")
@@ -335,16 +499,24 @@ def sweep_figure(results: pd.DataFrame,        # one row per run (results.parque
                 g = rc[(rc[by] == v) & (rc["arm"] == arm)][thr].astype(float)
                 med = g.median(skipna=True).where(g.notna().mean() >= 0.5)
                 a.plot([float(t) for t in thr], med.to_numpy() / 1e12, "o-", ms=3, label=arm)
-            a.set_title(f"{by} = {v:g}"); a.set_xlabel("validation accuracy threshold"); a.set_yscale("log")
-        ax[0].set_ylabel("median TFLOPs to first reach it"); ax[0].legend(fontsize=7)
+            a.set_title(f"{by} = {v:g}")
+            a.set_xlabel("validation accuracy threshold")
+            a.set_yscale("log")
+        ax[0].set_ylabel("median TFLOPs to first reach it")
+        ax[0].legend(fontsize=7)
     for arm in arms:
         g = long[long["arm"] == arm].groupby(by)[metric]
         m, s, n = g.mean(), g.std(ddof=1), g.count()
         half = stats.t.ppf(0.975, (n - 1).clip(lower=1)) * s / np.sqrt(n)
         ax[-1].errorbar(m.index, m.values, yerr=half.values, fmt="o-", capsize=3, ms=3, label=arm)
-    ax[-1].set_xscale("log"); ax[-1].set_xticks(values); ax[-1].set_xticklabels([f"{v:g}" for v in values])
-    ax[-1].minorticks_off(); ax[-1].set_xlabel(by); ax[-1].set_ylabel(f"{metric} (mean, 95% interval)")
-    if not has_reach: ax[-1].legend(fontsize=7)
+    ax[-1].set_xscale("log")
+    ax[-1].set_xticks(values)
+    ax[-1].set_xticklabels([f"{v:g}" for v in values])
+    ax[-1].minorticks_off()
+    ax[-1].set_xlabel(by)
+    ax[-1].set_ylabel(f"{metric} (mean, 95% interval)")
+    if not has_reach:
+        ax[-1].legend(fontsize=7)
     fig.tight_layout()
     if path is not None:
         fig.savefig(path, dpi=110)
