@@ -23,7 +23,11 @@ __all__ = ['check_choice', 'check_range', 'check_int', 'embedding_matrix', 'labe
            'read_json', 'file_sha256', 'new_run_dir']
 
 # %% ../nbs/00_core.ipynb #4de1845f
-def check_choice(name: str, value: Any, allowed: Iterable) -> Any:
+def check_choice(
+    name: str,  # the argument's name, as the error message shows it
+    value: Any,  # the value given
+    allowed: Iterable,  # the allowed values
+) -> Any:  # `value`
     "Raise `ValueError` unless `value` is one of `allowed`; returns `value`."
     allowed = list(allowed)
     if value not in allowed:
@@ -32,7 +36,14 @@ def check_choice(name: str, value: Any, allowed: Iterable) -> Any:
 
 
 # %% ../nbs/00_core.ipynb #fe38549f
-def check_range(name: str, value, low=None, high=None, low_inclusive=True, high_inclusive=True):
+def check_range(
+    name: str,  # the argument's name, as the error message shows it
+    value,  # a real number
+    low=None,  # lower bound, or None
+    high=None,  # upper bound, or None
+    low_inclusive=True,  # whether `low` itself is allowed
+    high_inclusive=True,  # whether `high` itself is allowed
+):
     "Raise `ValueError` unless `value` is a finite number within the given bounds; returns `value`."
     if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.dtype == torch.bool:
         value = value.item()
@@ -52,18 +63,29 @@ def check_range(name: str, value, low=None, high=None, low_inclusive=True, high_
 
 
 # %% ../nbs/00_core.ipynb #62c0cbd4
-def check_int(name: str, value, low=None, high=None) -> int:
-    "Raise `ValueError` unless `value` is an integer (not bool) within `[low, high]`; returns it as `int`."
+def check_int(
+    name: str,  # the argument's name, as the error message shows it
+    value,  # the value given (bool is refused)
+    low=None,  # lower bound (inclusive), or None
+    high=None,  # upper bound (inclusive), or None
+) -> int:  # `value` as `int`
+    """Raise `ValueError` unless `value` is an integer (not bool) within `[low, high]`; returns it
+    as `int`."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise ValueError(f"`{name}` must be an integer; got {value!r}")
     check_range(name, value, low, high)
     return int(value)
 
-
 # %% ../nbs/00_core.ipynb #74bb8034
-def embedding_matrix(z, name: str = "z", dtype=np.float64, unit: bool = False) -> np.ndarray:
-    """`z` (array or tensor) as a finite, non-empty `(n, d)` NumPy array of `dtype`; `unit=True` also refuses zero
-    rows and returns the rows scaled to unit length (for cosine similarities). The one check every module uses."""
+def embedding_matrix(
+    z,  # (n, d) array, tensor or nested list
+    name: str = "z",  # the argument's name, as the error message shows it
+    dtype=np.float64,  # NumPy dtype of the result
+    unit: bool = False,  # refuse zero rows and scale rows to unit length
+) -> np.ndarray:  # (n, d) finite array of `dtype`
+    """`z` (array or tensor) as a finite, non-empty `(n, d)` NumPy array of `dtype`; `unit=True`
+    also refuses zero rows and returns the rows scaled to unit length (for cosine similarities).
+    The one check every module uses."""
     z = z.detach().cpu().numpy() if isinstance(z, torch.Tensor) else np.asarray(z)
     if z.ndim != 2 or len(z) == 0:
         raise ValueError(f"`{name}` must be a non-empty 2-D array (n, d); got shape {z.shape}")
@@ -73,19 +95,23 @@ def embedding_matrix(z, name: str = "z", dtype=np.float64, unit: bool = False) -
     if unit:
         norms = np.linalg.norm(z, axis=1, keepdims=True)
         if (norms == 0).any():
-            raise ValueError(f"`{name}` holds {int((norms == 0).sum())} zero vector(s): cosine similarity is undefined for them")
+            raise ValueError(
+                f"`{name}` holds {int((norms == 0).sum())} zero vector(s): cosine similarity is"
+                " undefined for them"
+            )
         z = z / norms
     return z
 
-
 # %% ../nbs/00_core.ipynb #fbec2a84
-def label_vector(labels,                  # list, NumPy array or tensor: one label per row
-                 n: int | None = None,    # the number of rows it must match (None: any length ≥ 1)
-                 name: str = "labels",    # the argument's name, for the error message
-                 low: int | None = 0,     # smallest class id allowed (None: any integer)
-                 integer: bool = True,    # class ids (True) or any categories (False)
-                ):
-    "`labels` as a checked 1-D vector: int64 class ids (a tensor stays a tensor on its device), or categories (NumPy)."
+def label_vector(
+    labels,  # list, NumPy array or tensor: one label per row
+    n: int | None = None,  # the number of rows it must match (None: any length ≥ 1)
+    name: str = "labels",  # the argument's name, for the error message
+    low: int | None = 0,  # smallest class id allowed (None: any integer)
+    integer: bool = True,  # class ids (True) or any categories (False)
+):
+    """`labels` as a checked 1-D vector: int64 class ids (a tensor stays a tensor on its device),
+    or categories (NumPy)."""
     is_tensor = isinstance(labels, torch.Tensor)
     if is_tensor:
         arr = labels
@@ -93,38 +119,52 @@ def label_vector(labels,                  # list, NumPy array or tensor: one lab
         arr = np.asarray(labels.to_numpy() if hasattr(labels, "to_numpy") else labels)
     shape = tuple(arr.shape)
     if len(shape) != 1 or (n is None and shape[0] == 0):
-        raise ValueError(f"`{name}` must be a non-empty 1-D vector with one label per row; got shape {shape}")
+        raise ValueError(
+            f"`{name}` must be a non-empty 1-D vector with one label per row; got shape {shape}"
+        )
     if n is not None and shape[0] != n:
         raise ValueError(f"`{name}` must have one label per row ({n}); got {shape[0]}")
     if not integer:
         import pandas as pd
+
         arr = arr.detach().cpu().numpy() if is_tensor else arr
         miss = np.flatnonzero(pd.isna(arr))
         if len(miss):
-            raise ValueError(f"`{name}` has {len(miss)} missing value(s), first at position {int(miss[0])}")
+            raise ValueError(
+                f"`{name}` has {len(miss)} missing value(s), first at position {int(miss[0])}"
+            )
         return arr
     kind = str(arr.dtype)
     if arr.dtype in (torch.bool, np.bool_) or kind == "bool":
         raise ValueError(f"`{name}` must hold integer class ids; got booleans")
-    if not is_tensor and not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
-        example = next((v for v in arr.tolist() if not isinstance(v, (int, float))), arr.tolist()[:1])
-        raise ValueError(f"`{name}` must hold integer class ids; got {arr.dtype} values such as {example!r}: map "
-                         f"names to ids first (e.g. `np.unique(names, return_inverse=True)`)")
+    if not is_tensor and not (
+        np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
+    ):
+        example = next(
+            (v for v in arr.tolist() if not isinstance(v, (int, float))), arr.tolist()[:1]
+        )
+        raise ValueError(
+            f"`{name}` must hold integer class ids; got {arr.dtype} values such as {example!r}: map"
+            " names to ids first (e.g. `np.unique(names, return_inverse=True)`)"
+        )
     floating = arr.is_floating_point() if is_tensor else np.issubdtype(arr.dtype, np.floating)
     if floating:
         bad = ~((arr == arr.round()) & (arr.isfinite() if is_tensor else np.isfinite(arr)))
         if bool(bad.any()):
             i = int(bad.nonzero()[0][0]) if is_tensor else int(np.flatnonzero(bad)[0])
-            raise ValueError(f"`{name}` must hold integer class ids; position {i} is {float(arr[i])!r}")
+            raise ValueError(
+                f"`{name}` must hold integer class ids; position {i} is {float(arr[i])!r}"
+            )
     out = arr.long() if is_tensor else arr.astype(np.int64)
     if low is not None and shape[0] and int(out.min()) < low:
         i = int((out < low).nonzero()[0][0]) if is_tensor else int(np.flatnonzero(out < low)[0])
         raise ValueError(f"`{name}` must hold class ids ≥ {low}; position {i} is {int(out[i])}")
     return out
 
-
 # %% ../nbs/00_core.ipynb #91fbbbee
-def seed_everything(seed: int) -> int:
+def seed_everything(
+    seed: int,  # the seed, ≥ 0
+) -> int:  # `seed`
     "Seed Python's `random`, NumPy's global generator and torch (CPU and every CUDA device)."
     seed = check_int("seed", seed, 0, 2**32 - 1)
     random.seed(seed)
@@ -132,8 +172,12 @@ def seed_everything(seed: int) -> int:
     torch.manual_seed(seed)
     return seed
 
-def get_device(device: str = "auto") -> torch.device:
-    "`'auto'` picks CUDA when available, else CPU; `'cpu'`, `'cuda'` and `'cuda:N'` are taken as given (and checked)."
+
+def get_device(
+    device: str = "auto",  # 'auto', 'cpu', 'cuda' or 'cuda:N'
+) -> torch.device:  # the device
+    """`'auto'` picks CUDA when available, else CPU; `'cpu'`, `'cuda'` and `'cuda:N'` are taken as
+    given (and checked)."""
     if not isinstance(device, (str, torch.device)):
         raise ValueError(f"`device` must be 'auto', 'cpu', 'cuda' or 'cuda:N'; got {device!r}")
     d = str(device)
@@ -143,19 +187,25 @@ def get_device(device: str = "auto") -> torch.device:
         return torch.device("cpu")
     if d == "cuda" or (d.startswith("cuda:") and d[5:].isdigit()):
         if not torch.cuda.is_available():
-            raise ValueError(f"`device` is {d!r} but CUDA is not available here; use 'auto' or 'cpu'")
+            raise ValueError(
+                f"`device` is {d!r} but CUDA is not available here; use 'auto' or 'cpu'"
+            )
         return torch.device(d)
     raise ValueError(f"`device` must be 'auto', 'cpu', 'cuda' or 'cuda:N'; got {device!r}")
 
 # %% ../nbs/00_core.ipynb #fc58ad20
 @torch.no_grad()
-def batched_inference(model: torch.nn.Module,   # put in eval mode for the call (its mode is restored)
-                      forward,                   # idx (int64 NumPy array) → a tensor (b, ...) or a tuple of them
-                      n: int,                    # number of rows: batches cover 0..n-1 in order
-                      batch_size: int = 512,     # rows per call of `forward`
-                     ):
-    "Outputs of `forward` over rows `0..n-1` in batches, no gradients, `model` in eval mode, concatenated on the CPU."
-    check_int("n", n, 1); check_int("batch_size", batch_size, 1)
+# put in eval mode for the call (its mode is restored)
+def batched_inference(
+    model: torch.nn.Module,  # the network: put in eval mode, restored afterwards
+    forward,  # idx (int64 NumPy array) → a tensor (b, ...) or a tuple of them
+    n: int,  # number of rows: batches cover 0..n-1 in order
+    batch_size: int = 512,  # rows per call of `forward`
+):
+    """Outputs of `forward` over rows `0..n-1` in batches, no gradients, `model` in eval mode,
+    concatenated on the CPU."""
+    check_int("n", n, 1)
+    check_int("batch_size", batch_size, 1)
     was_training = model.training
     model.eval()
     try:
@@ -171,7 +221,10 @@ def batched_inference(model: torch.nn.Module,   # put in eval mode for the call 
     return cat[0] if single else tuple(cat)
 
 # %% ../nbs/00_core.ipynb #215c4b4f
-def atomic_write_bytes(path, data: bytes) -> Path:
+def atomic_write_bytes(
+    path,  # target file (its folder must exist)
+    data: bytes,  # the bytes to write
+) -> Path:  # `path`
     "Write `data` to `path` atomically (temporary file in the same folder, fsync, rename)."
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -188,30 +241,56 @@ def atomic_write_bytes(path, data: bytes) -> Path:
         raise
     return path
 
-def atomic_write_text(path, text: str) -> Path:
+
+def atomic_write_text(
+    path,  # target file
+    text: str,  # the text, written as UTF-8
+) -> Path:  # `path`
     "Write `text` (UTF-8) to `path` atomically."
     return atomic_write_bytes(path, text.encode("utf-8"))
 
+
 def _json_default(o):
-    if isinstance(o, (np.integer,)): return int(o)
-    if isinstance(o, (np.floating,)): return float(o)
-    if isinstance(o, np.ndarray): return o.tolist()
-    if isinstance(o, torch.Tensor): return o.tolist()
-    if isinstance(o, Path): return str(o)
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, torch.Tensor):
+        return o.tolist()
+    if isinstance(o, Path):
+        return str(o)
     raise TypeError(f"cannot write {type(o).__name__} as JSON")
 
-def atomic_write_json(path, obj, indent: int = 2) -> Path:
-    "Write `obj` as JSON to `path` atomically (NumPy/torch scalars and arrays become lists/numbers)."
-    return atomic_write_text(path, json.dumps(obj, indent=indent, default=_json_default, sort_keys=False) + "\n")
 
-def atomic_write_parquet(path, df) -> Path:
+def atomic_write_json(
+    path,  # target file
+    obj,  # JSON-able object (NumPy/torch values allowed)
+    indent: int = 2,  # JSON indentation
+) -> Path:  # `path`
+    """Write `obj` as JSON to `path` atomically (NumPy/torch scalars and arrays become
+    lists/numbers)."""
+    return atomic_write_text(
+        path, json.dumps(obj, indent=indent, default=_json_default, sort_keys=False) + "\n"
+    )
+
+
+def atomic_write_parquet(
+    path,  # target `.parquet` file
+    df,  # a pandas DataFrame
+) -> Path:  # `path`
     "Write a pandas DataFrame as parquet to `path` atomically."
     import io
+
     buf = io.BytesIO()
     df.to_parquet(buf, index=False)
     return atomic_write_bytes(path, buf.getvalue())
 
-def read_json(path) -> Any:
+
+def read_json(
+    path,  # a JSON file
+) -> Any:  # the parsed value
     "Read a JSON file, with an error that names the file when it is missing or malformed."
     path = Path(path)
     if not path.exists():
@@ -221,7 +300,10 @@ def read_json(path) -> Any:
     except json.JSONDecodeError as e:
         raise ValueError(f"{path} is not valid JSON: {e}") from None
 
-def file_sha256(path) -> str:
+
+def file_sha256(
+    path,  # a file
+) -> str:  # 64 hex digits
     "SHA-256 of a file's bytes (hex)."
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -230,11 +312,23 @@ def file_sha256(path) -> str:
     return h.hexdigest()
 
 # %% ../nbs/00_core.ipynb #feccc123
-def new_run_dir(name: str, root="runs", exist_ok: str = "error") -> Path:
-    "Create and return `root/name`; `exist_ok` is `'error'` (refuse a taken name) or `'suffix'` (add -2, -3, …)."
+def new_run_dir(
+    name: str,  # the run's folder name
+    root="runs",  # folder holding the runs
+    exist_ok: str = "error",  # 'error' (refuse a taken name) or 'suffix' (add -2, -3, …)
+) -> Path:  # the created folder
+    """Create and return `root/name`; `exist_ok` is `'error'` (refuse a taken name) or `'suffix'`
+    (add -2, -3, …)."""
     check_choice("exist_ok", exist_ok, ["error", "suffix"])
-    if not isinstance(name, str) or not name or any(c in name for c in "/\\") or name in (".", ".."):
-        raise ValueError(f"`name` must be a non-empty folder name without path separators; got {name!r}")
+    if (
+        not isinstance(name, str)
+        or not name
+        or any(c in name for c in "/\\")
+        or name in (".", "..")
+    ):
+        raise ValueError(
+            f"`name` must be a non-empty folder name without path separators; got {name!r}"
+        )
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     candidate, k = root / name, 1
@@ -244,7 +338,9 @@ def new_run_dir(name: str, root="runs", exist_ok: str = "error") -> Path:
             return candidate
         except FileExistsError:
             if exist_ok == "error":
-                raise FileExistsError(f"run folder {candidate} already exists; choose another `name` "
-                                      f"or pass exist_ok='suffix'") from None
+                raise FileExistsError(
+                    f"run folder {candidate} already exists; choose another `name` "
+                    "or pass exist_ok='suffix'"
+                ) from None
             k += 1
             candidate = root / f"{name}-{k}"
