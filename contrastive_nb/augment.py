@@ -20,91 +20,139 @@ __all__ = ['CIFAR_MEAN', 'CIFAR_STD', 'simclr_transform', 'digits_transform', 'e
 # %% ../nbs/02_augment.ipynb #e6d8395d
 CIFAR_MEAN, CIFAR_STD = (0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)
 
+
 def simclr_transform(
-    size: int = 32,           # side of the square output crop, in pixels
-    strength: float = 0.5,    # colour-jitter strength s ≥ 0: jitter (0.8s, 0.8s, 0.8s, 0.2s); SimCLR's CIFAR value is 0.5
-    normalize: bool = True,   # normalise with the CIFAR-10 channel mean and std
-    blur: bool = False,       # add Gaussian blur with p = 0.5 (SimCLR's ImageNet recipe; off for CIFAR)
-) -> Callable:                # PIL image or uint8/float tensor → float tensor `(3, size, size)`
+    size: int = 32,  # side of the square output crop, in pixels
+    # colour-jitter strength s ≥ 0: jitter (0.8s, 0.8s, 0.8s, 0.2s); SimCLR's CIFAR value is 0.5
+    strength: float = 0.5,
+    normalize: bool = True,  # normalise with the CIFAR-10 channel mean and std
+    # add Gaussian blur with p = 0.5 (SimCLR's ImageNet recipe; off for CIFAR)
+    blur: bool = False,
+) -> Callable:  # PIL image or uint8/float tensor → float tensor `(3, size, size)`
     "SimCLR view for colour images (PIL or uint8/float tensors) → float tensor `(3, size, size)`."
     check_range("strength", strength, 0)
     s = strength
-    ops = [T.ToImage(), T.RandomResizedCrop(size, scale=(0.08, 1.0), antialias=True), T.RandomHorizontalFlip(),
-           T.RandomApply([T.ColorJitter(0.8 * s, 0.8 * s, 0.8 * s, 0.2 * s)], p=0.8), T.RandomGrayscale(p=0.2)]
+    ops = [
+        T.ToImage(),
+        T.RandomResizedCrop(size, scale=(0.08, 1.0), antialias=True),
+        T.RandomHorizontalFlip(),
+        T.RandomApply([T.ColorJitter(0.8 * s, 0.8 * s, 0.8 * s, 0.2 * s)], p=0.8),
+        T.RandomGrayscale(p=0.2),
+    ]
     if blur:
-        ops.append(T.RandomApply([T.GaussianBlur(kernel_size=2 * (size // 20) + 1, sigma=(0.1, 2.0))], p=0.5))
+        ops.append(
+            T.RandomApply(
+                [T.GaussianBlur(kernel_size=2 * (size // 20) + 1, sigma=(0.1, 2.0))], p=0.5
+            )
+        )
     ops.append(T.ToDtype(torch.float32, scale=True))
     if normalize:
         ops.append(T.Normalize(CIFAR_MEAN, CIFAR_STD))
     return T.Compose(ops)
 
+
 def digits_transform(
-    size: int = 8,        # side of the output, in pixels (the digits are 8×8)
-    noise: float = 0.05,  # std of the Gaussian pixel noise added last (0: none); pixels stay in [0, 1]
-) -> Callable:            # `(1, H, W)` float in [0, 1] → `(1, size, size)` float in [0, 1]
+    size: int = 8,  # side of the output, in pixels (the digits are 8×8)
+    # std of the Gaussian pixel noise added last (0: none); pixels stay in [0, 1]
+    noise: float = 0.05,
+) -> Callable:  # `(1, H, W)` float in [0, 1] → `(1, size, size)` float in [0, 1]
     "A view for small grayscale digits: `(1, H, W)` float in [0, 1] → same shape, no flips."
     check_range("noise", noise, 0)
-    return T.Compose([T.ToImage(), T.ToDtype(torch.float32, scale=True),
-                      T.RandomResizedCrop(size, scale=(0.6, 1.0), ratio=(0.8, 1.25), antialias=True),
-                      T.RandomApply([T.RandomAffine(degrees=10, translate=(0.1, 0.1))], p=0.5),
-                      T.RandomApply([T.ColorJitter(brightness=0.4, contrast=0.4)], p=0.8),
-                      T.GaussianNoise(sigma=noise, clip=True) if noise > 0 else T.Identity()])
+    return T.Compose([
+        T.ToImage(),
+        T.ToDtype(torch.float32, scale=True),
+        T.RandomResizedCrop(size, scale=(0.6, 1.0), ratio=(0.8, 1.25), antialias=True),
+        T.RandomApply([T.RandomAffine(degrees=10, translate=(0.1, 0.1))], p=0.5),
+        T.RandomApply([T.ColorJitter(brightness=0.4, contrast=0.4)], p=0.8),
+        T.GaussianNoise(sigma=noise, clip=True) if noise > 0 else T.Identity(),
+    ])
+
 
 def eval_transform(
-    kind: str = "digits",    # "digits" or "cifar": which training recipe the evaluation matches
+    kind: str = "digits",  # "digits" or "cifar": which training recipe the evaluation matches
     normalize: bool = True,  # with `kind="cifar"`, normalise with the CIFAR-10 mean and std
-) -> Callable:               # image → float tensor `(C, H, W)`, deterministic
-    "The deterministic transform for evaluation: tensor conversion (and CIFAR normalisation for 'cifar')."
+) -> Callable:  # image → float tensor `(C, H, W)`, deterministic
+    """The deterministic transform for evaluation: tensor conversion (and CIFAR normalisation for
+    'cifar')."""
     check_choice("kind", kind, ["digits", "cifar"])
     ops = [T.ToImage(), T.ToDtype(torch.float32, scale=True)]
     if kind == "cifar" and normalize:
         ops.append(T.Normalize(CIFAR_MEAN, CIFAR_STD))
     return T.Compose(ops)
 
+
 class TwoViewDataset(Dataset):
-    "Wrap a dataset of `(x, y)`: yields `(view1, view2, y, index)` with two independent draws of `transform`."
-    def __init__(self,
-                 dataset,              # a dataset of `(x, y)`: images (PIL or tensors) and labels
-                 transform: Callable,  # the random view, drawn twice per item (e.g. `digits_transform()`)
-                 ):
+    """Wrap a dataset of `(x, y)`: yields `(view1, view2, y, index)` with two independent draws of
+    `transform`."""
+
+    def __init__(
+        self,
+        dataset,  # a dataset of `(x, y)`: images (PIL or tensors) and labels
+        # the random view, drawn twice per item (e.g. `digits_transform()`)
+        transform: Callable,
+    ):
         self.dataset, self.transform = dataset, transform
         self.targets = getattr(dataset, "targets", None)
-    def __len__(self): return len(self.dataset)
+
+    def __len__(self):
+        return len(self.dataset)
+
     def __getitem__(self, i):
         x, y = self.dataset[i]
         return self.transform(x), self.transform(x), y, i
 
 # %% ../nbs/02_augment.ipynb #06f5d2f3
 class BatchViews(nn.Module):
-    "Batched SimCLR augmentation on a `(B, C, H, W)` float tensor in [0, 1], on its own device (kornia)."
-    def __init__(self,
-                 kind: str = "cifar",     # "cifar" (SimCLR's 32-px colour recipe) or "digits" (8-px, no flips)
-                 size: int | None = None, # output side in pixels (default 32 for "cifar", 8 for "digits")
-                 strength: float = 0.5,   # colour-jitter strength s ≥ 0 of the "cifar" recipe
-                 normalize: bool = True,  # "cifar": normalise with the CIFAR-10 mean and std
-                 ):
+    """Batched SimCLR augmentation on a `(B, C, H, W)` float tensor in [0, 1], on its own device
+    (kornia)."""
+
+    def __init__(
+        self,
+        # "cifar" (SimCLR's 32-px colour recipe) or "digits" (8-px, no flips)
+        kind: str = "cifar",
+        # output side in pixels (default 32 for "cifar", 8 for "digits")
+        size: int | None = None,
+        strength: float = 0.5,  # colour-jitter strength s ≥ 0 of the "cifar" recipe
+        normalize: bool = True,  # "cifar": normalise with the CIFAR-10 mean and std
+    ):
         super().__init__()
         import kornia.augmentation as K
+
         check_choice("kind", kind, ["cifar", "digits"])
         check_range("strength", strength, 0)
         self.kind = kind
         if kind == "cifar":
             size = size or 32
             s = strength
-            ops = [K.RandomResizedCrop((size, size), scale=(0.08, 1.0)), K.RandomHorizontalFlip(),
-                   K.ColorJitter(0.8 * s, 0.8 * s, 0.8 * s, 0.2 * s, p=0.8), K.RandomGrayscale(p=0.2)]
+            ops = [
+                K.RandomResizedCrop((size, size), scale=(0.08, 1.0)),
+                K.RandomHorizontalFlip(),
+                K.ColorJitter(0.8 * s, 0.8 * s, 0.8 * s, 0.2 * s, p=0.8),
+                K.RandomGrayscale(p=0.2),
+            ]
             if normalize:
                 ops.append(K.Normalize(torch.tensor(CIFAR_MEAN), torch.tensor(CIFAR_STD)))
         else:
             size = size or 8
-            ops = [K.RandomResizedCrop((size, size), scale=(0.6, 1.0), ratio=(0.8, 1.25)),
-                   K.RandomAffine(degrees=10, translate=(0.1, 0.1), p=0.5),
-                   K.RandomBrightness((0.6, 1.4), p=0.8), K.RandomContrast((0.6, 1.4), p=0.8),
-                   K.RandomGaussianNoise(std=0.05, p=1.0)]
+            ops = [
+                K.RandomResizedCrop((size, size), scale=(0.6, 1.0), ratio=(0.8, 1.25)),
+                K.RandomAffine(degrees=10, translate=(0.1, 0.1), p=0.5),
+                K.RandomBrightness((0.6, 1.4), p=0.8),
+                K.RandomContrast((0.6, 1.4), p=0.8),
+                K.RandomGaussianNoise(std=0.05, p=1.0),
+            ]
         self.aug = K.AugmentationSequential(*ops)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self,
+        x: torch.Tensor,  # (B, C, H, W) float tensor in [0, 1], on any device
+    ) -> torch.Tensor:  # (B, C, size, size) views on `x`'s device, a fresh draw per image
+        """One random view of every image in `x`, with different parameters per image; digits views
+        are clamped to [0, 1]."""
         if not isinstance(x, torch.Tensor) or x.dim() != 4 or not x.is_floating_point():
-            raise ValueError(f"`x` must be a float tensor (B, C, H, W) in [0, 1]; got {getattr(x, 'shape', type(x))}")
+            raise ValueError(
+                "`x` must be a float tensor (B, C, H, W) in [0, 1]; got"
+                f" {getattr(x, 'shape', type(x))}"
+            )
         out = self.aug(x)
         return out.clamp(0, 1) if self.kind == "digits" else out
