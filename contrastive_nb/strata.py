@@ -13,8 +13,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .core import (batched_inference, check_choice, check_int, check_range, embedding_matrix, get_device,
-                                 label_vector)
+from contrastive_nb.core import (
+    batched_inference,
+    check_choice,
+    check_int,
+    check_range,
+    embedding_matrix,
+    get_device,
+    label_vector,
+)
 from .train import Hook, Projections, fit_epochs
 
 # %% auto #0
@@ -26,12 +33,20 @@ __all__ = ['centre_similarity', 'collapse_metrics', 'collapse_summary', 'correct
 def _unit_rows(z, name="z") -> torch.Tensor:
     return torch.from_numpy(embedding_matrix(z, name, unit=True))
 
-def _labels_for(labels, n, name="labels") -> np.ndarray:
-    return label_vector(labels, n, name, integer=False)          # any categories: classes, strata, groups
 
-def centre_similarity(z, labels) -> np.ndarray:
-    "Each point's cosine similarity to its class centre (the mean of the class's unit vectors): `(n,)` in [-1, 1]."
-    u = _unit_rows(z); y = _labels_for(labels, len(u))
+def _labels_for(labels, n, name="labels") -> np.ndarray:
+    # any categories: classes, strata, groups
+    return label_vector(labels, n, name, integer=False)
+
+
+def centre_similarity(
+    z,  # (n, d) embeddings, any scale (L2-normalised here)
+    labels,  # (n,) class of each row (any hashable labels)
+) -> np.ndarray:  # (n,) cosine similarity to the own class centre, in [-1, 1]
+    """Each point's cosine similarity to its class centre (the mean of the class's unit vectors):
+    `(n,)` in [-1, 1]."""
+    u = _unit_rows(z)
+    y = _labels_for(labels, len(u))
     out = np.empty(len(u))
     for c in np.unique(y):
         m = y == c
@@ -39,38 +54,70 @@ def centre_similarity(z, labels) -> np.ndarray:
         out[m] = (u[torch.as_tensor(m)] @ mu / mu.norm().clamp_min(1e-12)).numpy()
     return out
 
-def collapse_metrics(z, labels) -> pd.DataFrame:
-    "Per class: `n`, the mean pairwise cosine similarity and the mean similarity to the class centre (Fig. 2)."
-    u = _unit_rows(z); y = _labels_for(labels, len(u))
+
+def collapse_metrics(
+    z,  # (n, d) embeddings, any scale (L2-normalised here)
+    labels,  # (n,) class of each row (any hashable labels)
+) -> pd.DataFrame:  # one row per class: `label`, `n`, `mean_pairwise_cos`, `mean_centre_cos`
+    """Per class: `n`, the mean pairwise cosine similarity and the mean similarity to the class
+    centre (Fig. 2)."""
+    u = _unit_rows(z)
+    y = _labels_for(labels, len(u))
     centre = centre_similarity(u, y)
     rows = []
     for c in np.unique(y):
-        m = torch.as_tensor(y == c); n = int(m.sum())
+        m = torch.as_tensor(y == c)
+        n = int(m.sum())
         s = u[m].sum(0)
         pair = float((s @ s - n) / (n * (n - 1))) if n > 1 else float("nan")
-        rows.append({"label": c, "n": n, "mean_pairwise_cos": pair, "mean_centre_cos": float(centre[m.numpy()].mean())})
+        rows.append({
+            "label": c,
+            "n": n,
+            "mean_pairwise_cos": pair,
+            "mean_centre_cos": float(centre[m.numpy()].mean()),
+        })
     return pd.DataFrame(rows)
 
-def collapse_summary(z, labels) -> dict:
+
+def collapse_summary(
+    z,  # (n, d) embeddings, any scale (L2-normalised here)
+    labels,  # (n,) class of each row (any hashable labels)
+) -> dict:  # {'mean_pairwise_cos', 'mean_centre_cos', 'n_classes'}
     "The two Fig. 2 numbers for a whole space: class-size-weighted means of the per-class metrics."
     m = collapse_metrics(z, labels)
     ok = m["mean_pairwise_cos"].notna()
     w = m["n"].to_numpy(float)
-    return {"mean_pairwise_cos": float(np.average(m.loc[ok, "mean_pairwise_cos"], weights=w[ok])) if ok.any() else float("nan"),
-            "mean_centre_cos": float(np.average(m["mean_centre_cos"], weights=w)), "n_classes": len(m)}
+    return {
+        "mean_pairwise_cos": (
+            float(np.average(m.loc[ok, "mean_pairwise_cos"], weights=w[ok]))
+            if ok.any()
+            else float("nan")
+        ),
+        "mean_centre_cos": float(np.average(m["mean_centre_cos"], weights=w)),
+        "n_classes": len(m),
+    }
 
 # %% ../nbs/10_strata.ipynb #fa1f181d
-def correct_noisy_labels(z, labels, rate: float):
-    """Flag the `rate` share of points lying furthest from their labelled class and relabel them to the closest class
-    centre: `(corrected_labels, flagged)`. Tensors in, tensors out (on `z`'s device); arrays in, arrays out."""
+def correct_noisy_labels(
+    z,  # (n, d) embeddings (array or tensor), any scale
+    labels,  # (n,) integer labels, possibly noisy (array or tensor)
+    rate: float,  # share of the points flagged and relabelled, in [0, 1)
+):
+    """Flag the `rate` share of points lying furthest from their labelled class and relabel them to
+    the closest class centre: `(corrected_labels, flagged)`. Tensors in, tensors out (on `z`'s
+    device); arrays in, arrays out."""
     check_range("rate", rate, 0, 1, high_inclusive=False)
     as_numpy = not isinstance(z, torch.Tensor)
     zt = torch.as_tensor(np.asarray(z) if as_numpy else z)
     if zt.ndim != 2 or len(zt) == 0:
         raise ValueError(f"`z` must be a non-empty 2-D array (n, d); got shape {tuple(zt.shape)}")
-    y = torch.as_tensor(np.asarray(labels) if not isinstance(labels, torch.Tensor) else labels, device=zt.device).long()
+    y = torch.as_tensor(
+        np.asarray(labels) if not isinstance(labels, torch.Tensor) else labels, device=zt.device
+    ).long()
     if y.shape != (len(zt),):
-        raise ValueError(f"`labels` must have one label per row of z ({len(zt)}); got shape {tuple(y.shape)}")
+        raise ValueError(
+            f"`labels` must have one label per row of z ({len(zt)}); got shape {tuple(y.shape)}"
+        )
     n, n_flag = len(zt), int(math.floor(rate * len(zt)))
     flagged = torch.zeros(n, dtype=torch.bool, device=zt.device)
     if n_flag == 0 or y.unique().numel() < 2:
@@ -81,13 +128,17 @@ def correct_noisy_labels(z, labels, rate: float):
         C = len(classes)
         sums = torch.zeros(C, u.shape[1], dtype=u.dtype, device=u.device).index_add_(0, yi, u)
         counts = torch.bincount(yi, minlength=C).to(u.dtype)
-        others_same = sums[yi] - u                                 # the other points of my class
+        others_same = sums[yi] - u  # the other points of my class
         has_same = counts[yi] > 1
-        s_same = torch.where(has_same, F.cosine_similarity(u, others_same, dim=1).nan_to_num(0.0),
-                             torch.full_like(counts[yi], -1.0))
+        s_same = torch.where(
+            has_same,
+            F.cosine_similarity(u, others_same, dim=1).nan_to_num(0.0),
+            torch.full_like(counts[yi], -1.0),
+        )
         total = u.sum(0)
         n_other = (n - counts[yi]).clamp_min(1)
-        s_other = (u @ (total[:, None] - sums.T)).gather(1, yi[:, None]).squeeze(1) / n_other  # wrong-class mean cos
+        # wrong-class mean cos
+        s_other = (u @ (total[:, None] - sums.T)).gather(1, yi[:, None]).squeeze(1) / n_other
         score = torch.where(has_same, s_same, s_same - 1.0) - s_other
         flagged[score.argsort()[:n_flag]] = True
         keep = ~flagged
@@ -100,37 +151,70 @@ def correct_noisy_labels(z, labels, rate: float):
 
 # %% ../nbs/10_strata.ipynb #3b99a0c5
 class LabelCorrection(Hook):
-    "Engine hook: correct the `rate` share of each batch's labels (App. E.3.2) before the loss terms see them."
-    def __init__(self, rate: float,                 # share of each batch flagged and relabelled, in [0, 1)
-                 from_epoch: int = 0,               # first 0-based epoch it acts in
-                 loader: str | None = None,         # only batches of this loader ('unlabeled'/'labeled'; None: both)
-                ):
+    """Engine hook: correct the `rate` share of each batch's labels (App. E.3.2) before the loss
+    terms see them."""
+
+    def __init__(
+        self,
+        rate: float,  # share of each batch flagged and relabelled, in [0, 1)
+        from_epoch: int = 0,  # first 0-based epoch it acts in
+        # only batches of this loader ('unlabeled'/'labeled'; None: both)
+        loader: str | None = None,
+    ):
         self.rate = float(check_range("rate", rate, 0, 1, high_inclusive=False))
         self.from_epoch = check_int("from_epoch", from_epoch, 0)
-        self.loader = None if loader is None else check_choice("loader", loader, ["unlabeled", "labeled"])
-    def before_terms(self, p: Projections, terms: list):
+        self.loader = (
+            None if loader is None else check_choice("loader", loader, ["unlabeled", "labeled"])
+        )
+
+    def before_terms(
+        self,
+        p: Projections,  # the batch's projections; `p.labels` is replaced by the corrected labels
+        terms: list,  # the loss terms about to run (their `loader` decides whether the hook acts)
+    ):
+        """Replace the batch's labels by `correct_noisy_labels` of the two views' summed unit
+        embeddings."""
         if p.labels is None or (p.epoch is not None and p.epoch < self.from_epoch):
             return
         if self.loader is not None and not any(t.loader == self.loader for t in terms):
             return
         with torch.no_grad():
-            u = F.normalize(p.z1.detach().float(), dim=1) + F.normalize(p.z2.detach().float(), dim=1)
+            z1, z2 = p.z1.detach().float(), p.z2.detach().float()
+            u = F.normalize(z1, dim=1) + F.normalize(z2, dim=1)
             p.labels = correct_noisy_labels(u, p.labels, self.rate)[0]
 
 # %% ../nbs/10_strata.ipynb #e8f332a6
-def recover_strata(z, labels, max_k: int = 5, min_silhouette: float = 0.1, reduce: str | None = "umap",
-                   umap_dims: int = 2, seed: int = 0) -> tuple[np.ndarray, pd.DataFrame]:
-    "Cluster each class's embeddings; `(groups, report)` with a global group id per point and per-class k/silhouette."
+def recover_strata(
+    z,  # (n, d) embeddings, any scale (L2-normalised here)
+    labels,  # (n,) class of each row (any hashable labels)
+    max_k: int = 5,  # most clusters tried per class (k = 2..max_k)
+    # a class is split only when its best silhouette reaches this, in [-1, 1]
+    min_silhouette: float = 0.1,
+    # `'umap'`, `'pca'` or None (cluster the unit vectors themselves) before k-means
+    reduce: str | None = "umap",
+    umap_dims: int = 2,  # dimensions of the UMAP/PCA reduction
+    seed: int = 0,  # seed of UMAP, PCA and k-means
+) -> tuple[np.ndarray, pd.DataFrame]:  # (n,) global group ids; report: k, silhouette per class
+    """Cluster each class's embeddings; `(groups, report)` with a global group id per point and
+    per-class k/silhouette."""
     from sklearn.cluster import KMeans
     from sklearn.metrics import silhouette_score
-    check_int("max_k", max_k, 1); check_range("min_silhouette", min_silhouette, -1, 1)
-    check_choice("reduce", reduce, [None, "umap", "pca"]); check_int("umap_dims", umap_dims, 1)
-    u = _unit_rows(z).numpy(); y = _labels_for(labels, len(u))
+
+    check_int("max_k", max_k, 1)
+    check_range("min_silhouette", min_silhouette, -1, 1)
+    check_choice("reduce", reduce, [None, "umap", "pca"])
+    check_int("umap_dims", umap_dims, 1)
+    u = _unit_rows(z).numpy()
+    y = _labels_for(labels, len(u))
     if reduce == "umap":
         import umap
-        feats = umap.UMAP(n_components=umap_dims, metric="cosine", random_state=seed, n_jobs=1).fit_transform(u)
+
+        feats = umap.UMAP(
+            n_components=umap_dims, metric="cosine", random_state=seed, n_jobs=1
+        ).fit_transform(u)
     elif reduce == "pca":
         from sklearn.decomposition import PCA
+
         feats = PCA(n_components=min(umap_dims, u.shape[1]), random_state=seed).fit_transform(u)
     else:
         feats = u
@@ -140,9 +224,10 @@ def recover_strata(z, labels, max_k: int = 5, min_silhouette: float = 0.1, reduc
         best_k, best_s, assign = 1, float("nan"), np.zeros(len(idx), dtype=np.int64)
         for k in range(2, min(max_k, len(idx) - 1) + 1):
             lab = KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(feats[idx])
-            if len(np.unique(lab)) < 2: continue
+            if len(np.unique(lab)) < 2:
+                continue
             sc = float(silhouette_score(feats[idx], lab, metric="euclidean"))
-            if not (sc <= best_s):                # first value, or a better one
+            if not (sc <= best_s):  # first value, or a better one
                 best_s, best_lab, best_kk = sc, lab, k
         if not np.isnan(best_s) and best_s >= min_silhouette:
             best_k, assign = best_kk, best_lab
@@ -151,36 +236,73 @@ def recover_strata(z, labels, max_k: int = 5, min_silhouette: float = 0.1, reduc
         next_id += best_k
     return groups, pd.DataFrame(rows)
 
-def strata_f1(groups, strata, labels) -> pd.DataFrame:
-    "Per true stratum: size, the best-matching recovered group of the same class and its precision, recall and F1."
+
+def strata_f1(
+    groups,  # (n,) recovered group ids (from `recover_strata`)
+    strata,  # (n,) true stratum of each point
+    labels,  # (n,) class of each point
+) -> pd.DataFrame:  # one row per (class, stratum): best group, precision, recall, F1
+    """Per true stratum: size, the best-matching recovered group of the same class and its
+    precision, recall and F1."""
     from sklearn.metrics import precision_recall_fscore_support
-    y = np.asarray(labels); n = len(y)
+
+    y = np.asarray(labels)
+    n = len(y)
     g, s = np.asarray(groups), np.asarray(strata)
     if g.shape != (n,) or s.shape != (n,):
-        raise ValueError(f"`groups`, `strata` and `labels` must be 1-D of the same length; got {g.shape}, {s.shape}, {y.shape}")
+        raise ValueError(
+            f"`groups`, `strata` and `labels` must be 1-D of the same length; got {g.shape},"
+            f" {s.shape}, {y.shape}"
+        )
     rows = []
     for (c, st), m in pd.Series(range(n)).groupby([y, s]):
-        truth = np.zeros(n, bool); truth[m.to_numpy()] = True
+        truth = np.zeros(n, bool)
+        truth[m.to_numpy()] = True
         best = None
         for gg in np.unique(g[y == c]):
-            p, r, f, _ = precision_recall_fscore_support(truth, g == gg, average="binary", zero_division=0)
-            if best is None or f > best[3]: best = (gg, p, r, f)
-        rows.append({"label": c, "stratum": st, "n": int(truth.sum()), "group": best[0],
-                     "precision": float(best[1]), "recall": float(best[2]), "f1": float(best[3])})
+            p, r, f, _ = precision_recall_fscore_support(
+                truth, g == gg, average="binary", zero_division=0
+            )
+            if best is None or f > best[3]:
+                best = (gg, p, r, f)
+        rows.append({
+            "label": c,
+            "stratum": st,
+            "n": int(truth.sum()),
+            "group": best[0],
+            "precision": float(best[1]),
+            "recall": float(best[2]),
+            "f1": float(best[3]),
+        })
     return pd.DataFrame(rows)
 
 # %% ../nbs/10_strata.ipynb #b72f496d
 class GroupDROLoss(nn.Module):
     "Online Group DRO objective: `forward(per_item_loss, groups)` → Σ_g q_g · mean loss of group g."
-    def __init__(self, n_groups: int, eta: float = 0.01):
+
+    def __init__(
+        self,
+        n_groups: int,  # number of groups G (ids 0..G-1)
+        eta: float = 0.01,  # step size of the exponentiated-gradient update of the group weights q
+    ):
         super().__init__()
-        check_int("n_groups", n_groups, 1); check_range("eta", eta, 0)
+        check_int("n_groups", n_groups, 1)
+        check_range("eta", eta, 0)
         self.eta = float(eta)
         self.register_buffer("q", torch.full((n_groups,), 1.0 / n_groups, dtype=torch.float64))
-    def forward(self, losses: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
+
+    def forward(
+        self,
+        losses: torch.Tensor,  # (B,) per-item losses of the batch
+        groups: torch.Tensor,  # (B,) integer group id of each item
+    ) -> torch.Tensor:  # scalar: Σ_g q_g · mean loss of group g over the groups present
+        "Update the group weights q from this batch's group means, then return the weighted loss."
         groups = torch.as_tensor(groups, device=losses.device).long()
         if losses.shape != groups.shape:
-            raise ValueError(f"`losses` and `groups` must have the same shape; got {tuple(losses.shape)} and {tuple(groups.shape)}")
+            raise ValueError(
+                f"`losses` and `groups` must have the same shape; got {tuple(losses.shape)} and"
+                f" {tuple(groups.shape)}"
+            )
         G = len(self.q)
         if len(groups) and (groups.min() < 0 or groups.max() >= G):
             raise ValueError(f"`groups` must be ids in [0, {G - 1}]")
@@ -193,91 +315,161 @@ class GroupDROLoss(nn.Module):
             self.q.copy_((q / q.sum()).to(self.q.device))
         return (self.q.to(device=losses.device, dtype=losses.dtype) * means * present).sum()
 
-def group_accuracy(pred, y, groups) -> dict:
-    "`{'average': …, 'worst_group': …}` accuracy of predictions `pred` against `y`; worst over the ids in `groups`."
+
+def group_accuracy(
+    pred,  # (n,) predicted classes
+    y,  # (n,) true classes
+    groups,  # (n,) group id of each item
+) -> dict:  # {'average', 'worst_group'} accuracies in [0, 1]
+    """`{'average': …, 'worst_group': …}` accuracy of predictions `pred` against `y`; worst over
+    the ids in `groups`."""
     pred, y, g = np.asarray(pred), np.asarray(y), np.asarray(groups)
     if not (pred.shape == y.shape == g.shape) or pred.ndim != 1:
-        raise ValueError(f"`pred`, `y` and `groups` must be 1-D of one length; got {pred.shape}, {y.shape}, {g.shape}")
+        raise ValueError(
+            f"`pred`, `y` and `groups` must be 1-D of one length; got {pred.shape}, {y.shape},"
+            f" {g.shape}"
+        )
     ok = pred == y
-    return {"average": float(ok.mean()), "worst_group": float(min(ok[g == k].mean() for k in np.unique(g)))}
+    return {
+        "average": float(ok.mean()),
+        "worst_group": float(min(ok[g == k].mean() for k in np.unique(g))),
+    }
 
-def train_classifier(model: nn.Module, x: torch.Tensor, y, groups=None, objective: str = "erm", epochs: int = 30,
-                     batch_size: int = 128, lr: float = 0.05, weight_decay: float = 5e-4, eta: float = 0.01,
-                     augment=None, seed: int = 0, device="auto", track_correct: bool = False,
-                     val_x: torch.Tensor | None = None,   # validation images: the epoch with the best `select` is kept
-                     val_y=None,                          # their labels
-                     val_groups=None,                     # their group ids (needed for select='worst_group')
-                     select: str = "average",             # 'average' or 'worst_group' validation accuracy
-                    ):
-    """Train `model` (images → logits) on `(x, y)` with SGD + cosine schedule; returns `(model, info)`.
 
-    `objective="group_dro"` needs `groups` (one id per item). With `val_x, val_y` the model is scored on validation
-    after every epoch and the state (batch-norm statistics included) of the best `select` score is restored:
-    `info` gets `best_epoch`, `val` (both accuracies at that epoch) and the per-epoch `history`.
-    `info["correct"]` is `(epochs, n)` bool — which training items the model classified correctly after each epoch —
-    when `track_correct` is set."""
-    import copy
-    check_choice("objective", objective, ["erm", "group_dro"]); check_choice("select", select, ["average", "worst_group"])
-    check_int("epochs", epochs, 1); check_int("batch_size", batch_size, 1); check_range("lr", lr, 0, low_inclusive=False)
+def _classifier_inputs(x, y, groups, objective, epochs, batch_size, lr, val_x, val_y, val_groups,
+                       select):
+    """Checked inputs of `train_classifier`: `(yt, gt, vy, vg)`, the long labels, the dense group
+    ids (None for ERM), the validation labels and the validation group ids (all zero when not
+    given)."""
+    check_choice("objective", objective, ["erm", "group_dro"])
+    check_choice("select", select, ["average", "worst_group"])
+    check_int("epochs", epochs, 1)
+    check_int("batch_size", batch_size, 1)
+    check_range("lr", lr, 0, low_inclusive=False)
     if (val_x is None) != (val_y is None):
         raise ValueError("give `val_x` with `val_y` (or neither)")
     if val_x is not None and select == "worst_group" and val_groups is None:
         raise ValueError("`select='worst_group'` needs `val_groups`")
-    dev = get_device(device)
-    yt = torch.as_tensor(np.asarray(y.cpu() if isinstance(y, torch.Tensor) else y), dtype=torch.long)
+    yt = torch.as_tensor(np.asarray(y.cpu() if isinstance(y, torch.Tensor) else y)).long()
     if len(yt) != len(x):
         raise ValueError(f"`y` must have one label per item of `x` ({len(x)}); got {len(yt)}")
     gt = None
     if objective == "group_dro":
         if groups is None:
             raise ValueError("`objective='group_dro'` needs `groups`")
-        gt = torch.as_tensor(np.array(groups, dtype=np.int64))          # a copy: the caller's array may be read-only
+        gt = torch.as_tensor(np.array(groups, dtype=np.int64))  # a copy: may be read-only
         if gt.shape != yt.shape:
-            raise ValueError(f"`groups` must have one id per item ({len(yt)}); got shape {tuple(gt.shape)}")
-        gt = torch.as_tensor(np.unique(gt.numpy(), return_inverse=True)[1].reshape(-1), dtype=torch.long)
+            raise ValueError(
+                f"`groups` must have one id per item ({len(yt)}); got shape {tuple(gt.shape)}"
+            )
+        dense = np.unique(gt.numpy(), return_inverse=True)[1].reshape(-1)
+        gt = torch.as_tensor(dense, dtype=torch.long)
+    vy = np.asarray(val_y) if val_y is not None else None
+    vg = np.asarray(val_groups) if val_groups is not None else None
+    if vg is None and vy is not None:
+        vg = np.zeros(len(vy), int)
+    return yt, gt, vy, vg
+
+
+def train_classifier(
+    model: nn.Module,  # network mapping images `(B, C, H, W)` to logits `(B, classes)`
+    x: torch.Tensor,  # (n, C, H, W) training images
+    y,  # (n,) integer labels (array or tensor)
+    groups=None,  # (n,) group ids; needed for `objective='group_dro'`
+    objective: str = "erm",  # `'erm'` or `'group_dro'`
+    epochs: int = 30,  # passes over the training set
+    batch_size: int = 128,  # items per SGD step
+    lr: float = 0.05,  # peak learning rate of the cosine schedule
+    weight_decay: float = 5e-4,  # SGD weight decay
+    eta: float = 0.01,  # Group DRO step size (see `GroupDROLoss`)
+    # function on a batch of images `(B, C, H, W)`, applied on the device; None: no augmentation
+    augment=None,
+    seed: int = 0,  # seed of the initialisation order and the batch order
+    device="auto",  # `'auto'`, `'cpu'`, `'cuda'` or a `torch.device`
+    # record which training items are classified correctly after each epoch
+    track_correct: bool = False,
+    # validation images: the epoch with the best `select` is kept
+    val_x: torch.Tensor | None = None,
+    val_y=None,  # their labels
+    val_groups=None,  # their group ids (needed for select='worst_group')
+    select: str = "average",  # 'average' or 'worst_group' validation accuracy
+):
+    """Train `model` (images → logits) on `(x, y)` with SGD + cosine schedule; returns `(model,
+    info)`.
+
+    `objective="group_dro"` needs `groups` (one id per item). With `val_x, val_y` the model is
+    scored on validation after every epoch and the state (batch-norm statistics included) of the
+    best `select` score is restored: `info` gets `best_epoch`, `val` (both accuracies at that
+    epoch) and the per-epoch `history`. `info["correct"]` is `(epochs, n)` bool — which training
+    items the model classified correctly after each epoch — when `track_correct` is set."""
+    import copy
+
+    yt, gt, vy, vg = _classifier_inputs(
+        x, y, groups, objective, epochs, batch_size, lr, val_x, val_y, val_groups, select
+    )
+    dev = get_device(device)
     torch.manual_seed(seed)
     model = model.to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=weight_decay)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs * max(1, math.ceil(len(yt) / batch_size)))
+    steps = epochs * max(1, math.ceil(len(yt) / batch_size))
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
     dro = GroupDROLoss(int(gt.max()) + 1, eta).to(dev) if gt is not None else None
+
     def batch_loss(idx):
-        xb = x[idx].to(dev); xb = augment(xb) if augment is not None else xb
+        xb = x[idx].to(dev)
+        xb = augment(xb) if augment is not None else xb
         losses = F.cross_entropy(model(xb), yt[idx].to(dev), reduction="none")
         return dro(losses, gt[idx].to(dev)) if dro is not None else losses.mean()
+
     correct, best = [], {"score": -math.inf, "state": None}
-    vy = np.asarray(val_y) if val_y is not None else None
-    vg = np.asarray(val_groups) if val_groups is not None else (np.zeros(len(vy), int) if vy is not None else None)
+    on_val = val_x is not None
+
     def val_score():
         return group_accuracy(predict(model, val_x, device=dev), vy, vg)
+
     def after_epoch(rec):
         if track_correct:
             correct.append(predict(model, x, device=dev) == yt.numpy())
-        if val_x is not None and rec[select] > best["score"]:            # the whole state, batch-norm statistics too
-            best.update(score=rec[select], epoch=rec["epoch"], val={k: rec[k] for k in ("average", "worst_group")},
+        if on_val and rec[select] > best["score"]:  # the whole state, batch-norm statistics too
+            val = {k: rec[k] for k in ("average", "worst_group")}
+            best.update(score=rec[select], epoch=rec["epoch"], val=val,
                         state=copy.deepcopy(model.state_dict()))
-    r = fit_epochs(model, opt, len(yt), epochs, batch_size, torch.Generator().manual_seed(seed), batch_loss,
-                   dev_score=val_score if val_x is not None else None, select=select if val_x is not None else None,
-                   after_epoch=after_epoch, scheduler=sched, min_batch=2)   # batch norm needs two items
+
+    r = fit_epochs(model, opt, len(yt), epochs, batch_size, torch.Generator().manual_seed(seed),
+                   batch_loss, dev_score=val_score if on_val else None,
+                   select=select if on_val else None, after_epoch=after_epoch, scheduler=sched,
+                   min_batch=2)  # batch norm needs two items
     if best["state"] is not None:
         model.load_state_dict(best["state"])
     info = {"group_weights": dro.q.cpu().numpy() if dro is not None else None}
-    if val_x is not None:
+    if on_val:
         info.update(best_epoch=best["epoch"], val=best["val"], history=r["history"])
-    if track_correct: info["correct"] = np.stack(correct)
+    if track_correct:
+        info["correct"] = np.stack(correct)
     return model, info
 
-def predict(model: nn.Module, x: torch.Tensor, batch_size: int = 1024, device=None) -> np.ndarray:
+
+def predict(
+    model: nn.Module,  # network mapping `(B, ...)` inputs to logits `(B, classes)`
+    x: torch.Tensor,  # (n, ...) inputs
+    batch_size: int = 1024,  # items per forward pass
+    device=None,  # where the inputs go; None: where the model's parameters are
+) -> np.ndarray:  # (n,) int64 arg-max classes
     "Arg-max class of `model(x)` in eval mode, in batches (the model's mode is restored)."
     dev = device or next(model.parameters()).device
-    return batched_inference(model, lambda idx: model(x[idx].to(dev)).argmax(1), len(x), batch_size).numpy()
+    return batched_inference(
+        model, lambda idx: model(x[idx].to(dev)).argmax(1), len(x), batch_size
+    ).numpy()
 
 # %% ../nbs/10_strata.ipynb #0533156b
 def _class_quotas(y: np.ndarray, size: int) -> dict:
     classes, counts = np.unique(y, return_counts=True)
     exact = counts * size / len(y)
     q = np.floor(exact).astype(int)
-    for i in np.argsort(-(exact - q), kind="stable")[: size - q.sum()]: q[i] += 1
+    for i in np.argsort(-(exact - q), kind="stable")[: size - q.sum()]:
+        q[i] += 1
     return dict(zip(classes.tolist(), q.tolist()))
+
 
 def _check_coreset_args(labels, fraction):
     y = np.asarray(labels)
@@ -286,12 +478,21 @@ def _check_coreset_args(labels, fraction):
     check_range("fraction", fraction, 0, 1, low_inclusive=False)
     return y, int(round(fraction * len(y)))
 
-def bucket_coreset(correct_counts, labels, fraction: float, seed: int = 0) -> np.ndarray:
-    "Indices of a coreset of `fraction` of the points: per class, drop from the currently largest correctness bucket."
+
+def bucket_coreset(
+    correct_counts,  # (n,) how many epochs each point was classified correctly
+    labels,  # (n,) class of each point
+    fraction: float,  # share of the points kept, in (0, 1]
+    seed: int = 0,  # seed of the random order inside buckets
+) -> np.ndarray:  # sorted int64 indices of the kept points
+    """Indices of a coreset of `fraction` of the points: per class, drop from the currently largest
+    correctness bucket."""
     y, size = _check_coreset_args(labels, fraction)
     cc = np.asarray(correct_counts)
     if cc.shape != y.shape:
-        raise ValueError(f"`correct_counts` must have one count per label ({len(y)}); got shape {cc.shape}")
+        raise ValueError(
+            f"`correct_counts` must have one count per label ({len(y)}); got shape {cc.shape}"
+        )
     rng = np.random.default_rng(seed)
     keep = []
     for c, quota in _class_quotas(y, size).items():
@@ -299,27 +500,48 @@ def bucket_coreset(correct_counts, labels, fraction: float, seed: int = 0) -> np
         buckets = {b: list(rng.permutation(idx[cc[idx] == b])) for b in np.unique(cc[idx])}
         n = len(idx)
         while n > quota:
-            b = max(buckets, key=lambda k: (len(buckets[k]), k))       # the largest bucket; ties: the easier one
-            buckets[b].pop(); n -= 1
+            # the largest bucket; ties: the easier one
+            b = max(buckets, key=lambda k: (len(buckets[k]), k))
+            buckets[b].pop()
+            n -= 1
         keep += [i for v in buckets.values() for i in v]
     return np.sort(np.asarray(keep, dtype=np.int64))
 
-def random_coreset(labels, fraction: float, seed: int = 0) -> np.ndarray:
+
+def random_coreset(
+    labels,  # (n,) class of each point
+    fraction: float,  # share of the points kept, in (0, 1]
+    seed: int = 0,  # random seed
+) -> np.ndarray:  # sorted int64 indices of the kept points
     "Indices of a class-stratified random subset of `fraction` of the points."
     y, size = _check_coreset_args(labels, fraction)
     rng = np.random.default_rng(seed)
-    return np.sort(np.concatenate([rng.choice(np.flatnonzero(y == c), q, replace=False)
-                                   for c, q in _class_quotas(y, size).items()]).astype(np.int64))
+    return np.sort(
+        np.concatenate([
+            rng.choice(np.flatnonzero(y == c), q, replace=False)
+            for c, q in _class_quotas(y, size).items()
+        ]).astype(np.int64)
+    )
 
-def forgetting_counts(correct) -> np.ndarray:
-    "Forgetting events per item from `(epochs, n)` correctness; items never learned get `epochs` (forgotten most)."
+
+def forgetting_counts(
+    correct,  # (epochs, n) bool: item classified correctly after each epoch
+) -> np.ndarray:  # (n,) forgetting events per item
+    """Forgetting events per item from `(epochs, n)` correctness; items never learned get `epochs`
+    (forgotten most)."""
     c = np.asarray(correct, dtype=bool)
     if c.ndim != 2:
         raise ValueError(f"`correct` must be (epochs, n); got shape {c.shape}")
     events = (c[:-1] & ~c[1:]).sum(0)
     return np.where(c.any(0), events, c.shape[0])
 
-def forgetting_coreset(correct, labels, fraction: float, seed: int = 0) -> np.ndarray:
+
+def forgetting_coreset(
+    correct,  # (epochs, n) bool: item classified correctly after each epoch
+    labels,  # (n,) class of each point
+    fraction: float,  # share of the points kept, in (0, 1]
+    seed: int = 0,  # seed that breaks ties
+) -> np.ndarray:  # sorted int64 indices of the kept points
     "Keep the most-forgotten `fraction` of points, class-stratified (Toneva et al.'s selection)."
     y, size = _check_coreset_args(labels, fraction)
     f = forgetting_counts(correct)
