@@ -11,15 +11,20 @@ import math
 import torch
 
 # %% ../nbs/03a_reference.ipynb #dbab02fa
-def _cos(a, b): return (a @ b) / (a.norm() * b.norm())
+def _cos(a, b):
+    return (a @ b) / (a.norm() * b.norm())
+
 
 def ref_nt_xent(
-    z1,   # `(N, d)` embeddings of the first views
-    z2,   # `(N, d)` embeddings of the second views (row i is the partner of row i of `z1`)
+    z1,  # `(N, d)` embeddings of the first views
+    z2,  # `(N, d)` embeddings of the second views (row i is the partner of row i of `z1`)
     tau,  # temperature τ > 0
-):        # scalar float64 tensor: Eq. 1 of suncet.txt averaged over the 2N anchors
+):  # scalar float64 tensor: SuNCEt Eq. 1 averaged over the 2N anchors
+    """NT-Xent (SuNCEt paper, Eq. 1) as a literal float64 loop: each of the 2N views against its
+    partner, the denominator over the 2N − 1 others, cosine similarity over `tau`."""
     Z = [z for z in torch.cat([z1, z2]).double()]
-    n = len(z1); terms = []
+    n = len(z1)
+    terms = []
     for i in range(2 * n):
         partner = (i + n) % (2 * n)
         num = torch.exp(_cos(Z[i], Z[partner]) / tau)
@@ -27,61 +32,85 @@ def ref_nt_xent(
         terms.append(-torch.log(num / den))
     return sum(terms) / len(terms)
 
+
 def ref_suncet(
-    z,    # `(M, d)` embeddings of labeled views
-    y,    # `(M,)` class labels
+    z,  # `(M, d)` embeddings of labeled views
+    y,  # `(M,)` class labels
     tau,  # temperature τ > 0
-):        # scalar float64 tensor (Eq. 2 of suncet.txt over anchors with a same-class sample), or None if none has one
-    Z = [v for v in z.double()]; terms = []
+):  # scalar float64 tensor (SuNCEt Eq. 2 over anchors with a same-class sample), or None
+    """SuNCEt (Eq. 2) as a literal float64 loop: the numerator over the same-class samples other
+    than the anchor; anchors without one are left out."""
+    Z = [v for v in z.double()]
+    terms = []
     for i in range(len(Z)):
         same = [j for j in range(len(Z)) if j != i and y[j] == y[i]]
-        if not same: continue
+        if not same:
+            continue
         num = sum(torch.exp(_cos(Z[i], Z[j]) / tau) for j in same)
         den = sum(torch.exp(_cos(Z[i], Z[k]) / tau) for k in range(len(Z)) if k != i)
         terms.append(-torch.log(num / den))
     return sum(terms) / len(terms) if terms else None
 
+
 def ref_supcon(
-    z,        # `(M, d)` embeddings
-    y,        # `(M,)` class labels
-    tau,      # temperature τ > 0
+    z,  # `(M, d)` embeddings
+    y,  # `(M,)` class labels
+    tau,  # temperature τ > 0
     variant,  # "out" (mean of log-probabilities over positives) or "in" (log of their mean)
-):            # scalar float64 tensor over anchors with a positive, or None if none has one
-    Z = [v for v in z.double()]; terms = []
+):  # scalar float64 tensor over anchors with a positive, or None if none has one
+    """SupCon (Khosla et al. 2020) as a literal float64 loop: `variant='out'` averages the log-
+    probabilities over the positives, `'in'` takes the log of their mean."""
+    Z = [v for v in z.double()]
+    terms = []
     for i in range(len(Z)):
         P = [p for p in range(len(Z)) if p != i and y[p] == y[i]]
-        if not P: continue
+        if not P:
+            continue
         den = sum(torch.exp(_cos(Z[i], Z[a]) / tau) for a in range(len(Z)) if a != i)
         probs = [torch.exp(_cos(Z[i], Z[p]) / tau) / den for p in P]
-        if variant == "out": terms.append(-sum(torch.log(q) for q in probs) / len(P))
-        else:                terms.append(-torch.log(sum(probs) / len(P)))
+        if variant == "out":
+            terms.append(-sum(torch.log(q) for q in probs) / len(P))
+        else:
+            terms.append(-torch.log(sum(probs) / len(P)))
     return sum(terms) / len(terms) if terms else None
 
+
 def ref_spread(
-    z1,     # `(N, d)` embeddings of the first views
-    z2,     # `(N, d)` embeddings of the second views
-    y,      # `(N,)` class labels of the N items
-    tau,    # temperature τ > 0
+    z1,  # `(N, d)` embeddings of the first views
+    z2,  # `(N, d)` embeddings of the second views
+    y,  # `(N,)` class labels of the N items
+    tau,  # temperature τ > 0
     alpha,  # weight α of L_attract; 1 − α weighs L_repel (*Perfectly Balanced* Eq. 1)
-):          # scalar float64 tensor averaged over the 2N views
-    Z = [v for v in torch.cat([z1, z2]).double()]; Y = list(y) + list(y); n = len(z1); terms = []
+):  # scalar float64 tensor averaged over the 2N views
+    """L_spread (*Perfectly Balanced* Eqs. 1–3) as a literal float64 loop on the 2N views of N
+    items: α·L_attract + (1 − α)·L_repel."""
+    Z = [v for v in torch.cat([z1, z2]).double()]
+    Y = list(y) + list(y)
+    n = len(z1)
+    terms = []
     sig = lambda i, j: _cos(Z[i], Z[j]) / tau
     for i in range(2 * n):
         P = [p for p in range(2 * n) if p != i and Y[p] == Y[i]]
         N = [a for a in range(2 * n) if a != i and Y[a] != Y[i]]
-        att = -sum(torch.log(torch.exp(sig(i, p)) / (torch.exp(sig(i, p)) + sum((torch.exp(sig(i, a)) for a in N), torch.tensor(0.0, dtype=torch.float64)))) for p in P) / len(P)
+        neg = sum((torch.exp(sig(i, a)) for a in N), torch.tensor(0.0, dtype=torch.float64))
+        att = sum(torch.log(torch.exp(sig(i, p)) / (torch.exp(sig(i, p)) + neg)) for p in P)
+        att = -att / len(P)
         aug = (i + n) % (2 * n)
         rep = -torch.log(torch.exp(sig(i, aug)) / sum(torch.exp(sig(i, p)) for p in P))
         terms.append(alpha * att + (1 - alpha) * rep)
     return sum(terms) / len(terms)
 
+
 def ref_binary_nce(
-    logits,   # `(n, c)` scores of the c (text, label) pairs of each of n instances
+    logits,  # `(n, c)` scores of the c (text, label) pairs of each of n instances
     targets,  # `(n, c)` 1 for a positive pair, 0 for a negative one
-):            # float: CLESS Eq. 6, mean binary cross-entropy over the pairs, then over instances
+):  # float: CLESS Eq. 6, mean binary cross-entropy over the pairs, then over instances
+    """CLESS's multi-positive binary NCE (Eq. 6) as a literal loop on Python floats: the mean binary
+    cross-entropy over each instance's c pairs, then over instances."""
     per = []
     for i in range(logits.shape[0]):
-        c = logits.shape[1]; acc = 0
+        c = logits.shape[1]
+        acc = 0
         for l in range(c):
             p = 1 / (1 + math.exp(-float(logits[i, l])))
             t = float(targets[i, l])
@@ -90,23 +119,33 @@ def ref_binary_nce(
     return sum(per) / len(per)
 
 # %% ../nbs/03a_reference.ipynb #10b5640a
-def _f(a, b, tau): return _cos(a, b) / tau
+def _f(a, b, tau):
+    return _cos(a, b) / tau
 
-def _lse(vals): return torch.log(sum(torch.exp(v) for v in vals))
+
+def _lse(vals):
+    return torch.log(sum(torch.exp(v) for v in vals))
+
 
 def ref_css(
-    x,    # `(n, d)` representations of the labeled instances
-    y,    # `(n,)` their labels
-    o,    # `(M, d)` representations of the corpus rows
-    P,    # `P[i]`: rows of `o` retrieved as positives of instance i
-    N,    # `N[i]`: rows of `o` retrieved as negatives of instance i
+    x,  # `(n, d)` representations of the labeled instances
+    y,  # `(n,)` their labels
+    o,  # `(M, d)` representations of the corpus rows
+    P,  # `P[i]`: rows of `o` retrieved as positives of instance i
+    N,  # `N[i]`: rows of `o` retrieved as negatives of instance i
     tau,  # temperature τ > 0
 ):
-    "L_CSS, Eq. 2 with Z_s, Z_u of Eq. 3. `P[i]`, `N[i]`: lists of rows of `o`."
-    X, O = [v for v in x.double()], [v for v in o.double()]; n = len(X); terms = []
+    """CSS-LM's L_CSS (Eq. 2 with Z_s, Z_u of Eq. 3) as a float64 loop; `P[i]`, `N[i]`: lists of
+    rows of `o`."""
+    X, O = [v for v in x.double()], [v for v in o.double()]
+    n = len(X)
+    terms = []
     for i in range(n):
         C = [j for j in range(n) if j != i and y[j] == y[i]]
-        Zs = _lse([_f(X[i], X[k], tau) for k in range(n) if k != i] + [_f(X[i], O[k], tau) for k in set(P[i]) | set(N[i])])
+        Zs = _lse(
+            [_f(X[i], X[k], tau) for k in range(n) if k != i]
+            + [_f(X[i], O[k], tau) for k in set(P[i]) | set(N[i])]
+        )
         parts = []
         if C:
             parts.append(sum(_f(X[i], X[j], tau) - Zs for j in C) / len(C))
@@ -115,24 +154,33 @@ def ref_css(
         if len(P[i]) >= 2:
             acc = 0
             for j in P[i]:
-                Zu = _lse([_f(O[j], O[k], tau) for k in P[i] if k != j] + [_f(O[j], O[k], tau) for k in N[i]])
+                Zu = _lse(
+                    [_f(O[j], O[k], tau) for k in P[i] if k != j]
+                    + [_f(O[j], O[k], tau) for k in N[i]]
+                )
                 acc = acc + sum(_f(O[j], O[k], tau) - Zu for k in P[i] if k != j)
             parts.append(acc / ((len(C) + 1) * len(P[i]) * (len(P[i]) - 1)))
         if parts:
             terms.append(-sum(parts))
     return sum(terms) / len(terms) if terms else None
 
+
 def ref_domain(
-    d,    # `(n, d)` [DOMAIN] representations of the labeled instances
-    o,    # `(M, d)` [DOMAIN] representations of the corpus rows
-    P,    # `P[i]`: rows of `o` retrieved as domain positives of instance i
+    d,  # `(n, d)` [DOMAIN] representations of the labeled instances
+    o,  # `(M, d)` [DOMAIN] representations of the corpus rows
+    P,  # `P[i]`: rows of `o` retrieved as domain positives of instance i
     tau,  # temperature τ > 0
 ):
-    "L_D, Eq. 6: positives are the other labeled instances and P_D(i); Z_d over them and all M corpus rows."
-    D, O = [v for v in d.double()], [v for v in o.double()]; n = len(D); terms = []
+    """CSS-LM's L_D (Eq. 6): positives are the other labeled instances and P_D(i); Z_d over them
+    and all M corpus rows."""
+    D, O = [v for v in d.double()], [v for v in o.double()]
+    n = len(D)
+    terms = []
     for i in range(n):
         others = [j for j in range(n) if j != i]
-        Zd = _lse([_f(D[i], D[k], tau) for k in others] + [_f(D[i], O[k], tau) for k in range(len(O))])
+        Zd = _lse(
+            [_f(D[i], D[k], tau) for k in others] + [_f(D[i], O[k], tau) for k in range(len(O))]
+        )
         parts = []
         if others:
             parts.append(sum(_f(D[i], D[j], tau) - Zd for j in others) / len(others))
@@ -142,20 +190,27 @@ def ref_domain(
             terms.append(-sum(parts))
     return sum(terms) / len(terms) if terms else None
 
+
 def ref_class(
-    c,    # `(n, d)` [CLASS] representations of the labeled instances
-    y,    # `(n,)` their labels
-    o,    # `(M, d)` [CLASS] representations of the corpus rows
-    P,    # `P[i]`: rows of `o` retrieved as class positives of instance i
+    c,  # `(n, d)` [CLASS] representations of the labeled instances
+    y,  # `(n,)` their labels
+    o,  # `(M, d)` [CLASS] representations of the corpus rows
+    P,  # `P[i]`: rows of `o` retrieved as class positives of instance i
     tau,  # temperature τ > 0
     anchors=None,  # rows whose terms are averaged (None: all); every labeled row is summed over
 ):
-    "L_C, Eq. 7: positives C(i) and P_C(i); N_C(i) = P_C of other-class instances; Z_c over k ≠ i and P_C(i) ∪ N_C(i)."
-    Cv, O = [v for v in c.double()], [v for v in o.double()]; n = len(Cv); terms = []
+    """CSS-LM's L_C (Eq. 7): positives C(i) and P_C(i); N_C(i) = P_C of other-class instances; Z_c
+    over k ≠ i and P_C(i) ∪ N_C(i)."""
+    Cv, O = [v for v in c.double()], [v for v in o.double()]
+    n = len(Cv)
+    terms = []
     for i in (range(n) if anchors is None else [int(a) for a in anchors]):
         C = [j for j in range(n) if j != i and y[j] == y[i]]
         NC = {k for a in range(n) if y[a] != y[i] for k in P[a]} - set(P[i])
-        Zc = _lse([_f(Cv[i], Cv[k], tau) for k in range(n) if k != i] + [_f(Cv[i], O[k], tau) for k in set(P[i]) | NC])
+        Zc = _lse(
+            [_f(Cv[i], Cv[k], tau) for k in range(n) if k != i]
+            + [_f(Cv[i], O[k], tau) for k in set(P[i]) | NC]
+        )
         parts = []
         if C:
             parts.append(sum(_f(Cv[i], Cv[j], tau) - Zc for j in C) / len(C))
