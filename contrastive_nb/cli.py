@@ -18,123 +18,222 @@ __all__ = ['main']
 
 # %% ../nbs/42_cli.ipynb #0ca5e0be
 _EXAMPLES = {
-    "run": """examples:
+    "run": (
+        """examples:
   contrastive-nb run nbs/tutorials/suncet_digits.ipynb
   contrastive-nb run nbs/tutorials/spread_strata.ipynb -p seeds "[0, 1, 2, 3, 4]" --name strata-5
-  contrastive-nb run nbs/tutorials/smoke_digits.ipynb -f params.yaml -p epochs 2""",
+  contrastive-nb run nbs/tutorials/smoke_digits.ipynb -f params.yaml -p epochs 2"""
+    ),
     "params": "example:\n  contrastive-nb params nbs/tutorials/suncet_digits.ipynb",
-    "sweep": """examples:
+    "sweep": (
+        """examples:
   contrastive-nb sweep nbs/tutorials/suncet_fractions.yaml
-  contrastive-nb sweep nbs/tutorials/suncet_fractions.yaml --parallel 2 --wait""",
+  contrastive-nb sweep nbs/tutorials/suncet_fractions.yaml --parallel 2 --wait"""
+    ),
     "results": "example:\n  contrastive-nb results runs/suncet-fractions",
 }
 
+
 def _parser() -> tuple[argparse.ArgumentParser, dict]:
-    "The command's parser and its subcommands' parsers (by name); building it imports nothing heavy."
+    """The command's parser and its subcommands' parsers (by name); building it imports nothing
+    heavy."""
     fmt = argparse.RawDescriptionHelpFormatter
-    ap = argparse.ArgumentParser(prog="contrastive-nb", formatter_class=fmt,
-                                 description="Run contrastive_nb notebooks headlessly, one run folder each.",
-                                 epilog="examples:\n  " + "\n  ".join(e.splitlines()[1] for e in _EXAMPLES.values()))
+    ap = argparse.ArgumentParser(
+        prog="contrastive-nb",
+        formatter_class=fmt,
+        description="Run contrastive_nb notebooks headlessly, one run folder each.",
+        epilog="examples:\n  " + "\n  ".join(e.splitlines()[1] for e in _EXAMPLES.values()),
+    )
     ap.add_argument("--version", action="version", version=f"contrastive-nb {__version__}")
     sub = ap.add_subparsers(dest="command", required=True, metavar="{run,params,sweep,results}")
     cmds = {}
+
     def add(name, help):
-        cmds[name] = sub.add_parser(name, help=help, description=help[:1].upper() + help[1:] + ".",
-                                    epilog=_EXAMPLES[name], formatter_class=fmt)
+        cmds[name] = sub.add_parser(
+            name,
+            help=help,
+            description=help[:1].upper() + help[1:] + ".",
+            epilog=_EXAMPLES[name],
+            formatter_class=fmt,
+        )
         return cmds[name]
+
     r = add("run", "execute a notebook with papermill into runs/<name>/")
     r.add_argument("notebook")
-    r.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-                   help="set a parameter (repeatable); VALUE is read as a Python/YAML literal when it is one, "
-                        "and verbatim for a parameter declared as text")
+    r.add_argument(
+        "-p",
+        "--parameter",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("NAME", "VALUE"),
+        help=(
+            "set a parameter (repeatable); VALUE is read as a Python/YAML literal when it is one, "
+            "and verbatim for a parameter declared as text"
+        ),
+    )
     r.add_argument("-f", "--parameters-file", help="YAML file of parameters (command-line -p wins)")
     r.add_argument("--name", help="run folder name (default: notebook name + time)")
     r.add_argument("--root", default="runs", help="folder that holds the runs (default: runs)")
-    r.add_argument("--timeout", type=float, default=3600, help="per-cell execution timeout in seconds")
-    r.add_argument("--replace-failed", action="store_true",
-                   help="if root/NAME holds a failed run, keep it as NAME.failed-K and run again")
+    r.add_argument(
+        "--timeout", type=float, default=3600, help="per-cell execution timeout in seconds"
+    )
+    r.add_argument(
+        "--replace-failed",
+        action="store_true",
+        help="if root/NAME holds a failed run, keep it as NAME.failed-K and run again",
+    )
     add("params", "list the parameters a notebook takes").add_argument("notebook")
     w = add("sweep", "run a grid of parameters and seeds from a YAML file (only what is missing)")
     w.add_argument("sweep_file")
-    w.add_argument("--root", default="runs", help="folder that holds the sweep folder (default: runs)")
-    w.add_argument("--parallel", type=int, help="runs at a time (default: the sweep file's, else one per GPU, else 1)")
-    w.add_argument("--backend", choices=["local", "ray"], help="where runs execute (default: the sweep file's, else local)")
-    w.add_argument("--ray-address", help="address of an existing Ray cluster (HOST:PORT) for --backend ray")
-    w.add_argument("--wait", action="store_true", help="if the sweep is running elsewhere, wait for it instead of refusing")
-    add("results", "collect a sweep folder into results.csv/.parquet, summary.csv and figures").add_argument("sweep_dir")
+    w.add_argument(
+        "--root", default="runs", help="folder that holds the sweep folder (default: runs)"
+    )
+    w.add_argument(
+        "--parallel",
+        type=int,
+        help="runs at a time (default: the sweep file's, else one per GPU, else 1)",
+    )
+    w.add_argument(
+        "--backend",
+        choices=["local", "ray"],
+        help="where runs execute (default: the sweep file's, else local)",
+    )
+    w.add_argument(
+        "--ray-address", help="address of an existing Ray cluster (HOST:PORT) for --backend ray"
+    )
+    w.add_argument(
+        "--wait",
+        action="store_true",
+        help="if the sweep is running elsewhere, wait for it instead of refusing",
+    )
+    add(
+        "results", "collect a sweep folder into results.csv/.parquet, summary.csv and figures"
+    ).add_argument("sweep_dir")
     return ap, cmds
 
 # %% ../nbs/42_cli.ipynb #4b6095a2
 def _cmd_params(args) -> int:
     from contrastive_nb.runs import notebook_parameters
+
     for k, v in notebook_parameters(args.notebook).items():
         kind = "any type" if v["type"] == "None" else v["type"]
         print(f"{k} = {v['default']}  ({kind}){'  # ' + v['help'] if v['help'] else ''}")
     return 0
 
+
 def _cmd_sweep(args) -> int:
     from contrastive_nb.runs import run_sweep
-    status = run_sweep(args.sweep_file, args.root, args.parallel, backend=args.backend, ray_address=args.ray_address,
-                       wait=args.wait)
+
+    status = run_sweep(
+        args.sweep_file,
+        args.root,
+        args.parallel,
+        backend=args.backend,
+        ray_address=args.ray_address,
+        wait=args.wait,
+    )
     failed = [n for n, st in status.items() if st == "failed"]
-    print(f"sweep finished: {sum(st != 'failed' for st in status.values())} ok or done, {len(failed)} failed {failed}")
+    print(
+        f"sweep finished: {sum(st != 'failed' for st in status.values())} ok or done, {len(failed)}"
+        f" failed {failed}"
+    )
     return 1 if failed else 0
+
 
 def _cmd_results(args) -> int:
     import pandas as pd
     from contrastive_nb.runs import collect_results, format_summary, sweep_results
+
     folder = Path(args.sweep_dir)
     if not folder.is_dir():
-        raise ValueError(f"`sweep_dir` must be a sweep folder (runs/<sweep>); {folder} "
-                         f"{'is a file' if folder.exists() else 'does not exist'}")
+        raise ValueError(
+            f"`sweep_dir` must be a sweep folder (runs/<sweep>); {folder} "
+            f"{'is a file' if folder.exists() else 'does not exist'}"
+        )
     found = collect_results(folder)
     if found.empty:
-        raise ValueError(f"no run folders under {folder} (folders with a parameters.json, as `contrastive-nb run` writes)")
+        raise ValueError(
+            f"no run folders under {folder} (folders with a parameters.json, as `contrastive-nb"
+            " run` writes)"
+        )
     found = found[~found["run"].str.contains(r"\.failed-")]
     if not (found["status"] == "ok").any():
-        raise ValueError(f"none of the {len(found)} run(s) under {folder} finished ok ({sorted(found['run'])[:5]}); "
-                         "their status.json and log.txt say why")
-    numeric = [c for c in found.columns if c not in ("run", "status") and not c.startswith("param/")
-               and pd.api.types.is_numeric_dtype(found[c]) and not pd.api.types.is_bool_dtype(found[c])]
+        raise ValueError(
+            f"none of the {len(found)} run(s) under {folder} finished ok"
+            f" ({sorted(found['run'])[:5]}); their status.json and log.txt say why"
+        )
+    numeric = [
+        c
+        for c in found.columns
+        if c not in ("run", "status")
+        and not c.startswith("param/")
+        and pd.api.types.is_numeric_dtype(found[c])
+        and not pd.api.types.is_bool_dtype(found[c])
+    ]
     if not numeric:
-        raise ValueError(f"the runs under {folder} have no numeric metrics to summarize (a metrics.json of numbers)")
+        raise ValueError(
+            f"the runs under {folder} have no numeric metrics to summarize (a metrics.json of"
+            " numbers)"
+        )
     paths = sweep_results(folder)
     summary = pd.read_csv(paths["summary.csv"], header=[0, 1], index_col=0)
-    keep = [m for m in dict.fromkeys(summary.columns.get_level_values(0))
-            if not m.startswith(("param/", "flops/")) and m not in ("seed", "epochs")]
-    with pd.option_context("display.width", 200, "display.max_columns", 30, "display.max_colwidth", 40):
+    keep = [
+        m
+        for m in dict.fromkeys(summary.columns.get_level_values(0))
+        if not m.startswith(("param/", "flops/")) and m not in ("seed", "epochs")
+    ]
+    with pd.option_context(
+        "display.width", 200, "display.max_columns", 30, "display.max_colwidth", 40
+    ):
         print(format_summary(summary[keep]).to_string())
     for p in paths.values():
         print(f"  {p}")
     return 0
 
+
 def _cmd_run(args) -> int:
     from contrastive_nb.runs import _read_yaml, coerce_value, notebook_parameters, run_notebook
+
     declared = notebook_parameters(args.notebook)
     params = {}
     if args.parameters_file:
         loaded = _read_yaml(args.parameters_file, "parameters file")
         if not isinstance(loaded, (dict, type(None))):
-            raise ValueError(f"parameters file {args.parameters_file} must hold a mapping of parameter names to values")
+            raise ValueError(
+                f"parameters file {args.parameters_file} must hold a mapping of parameter names to"
+                " values"
+            )
         params.update(loaded or {})
     params.update({k: coerce_value(v, declared.get(k, {}).get("type")) for k, v in args.parameter})
-    out = run_notebook(args.notebook, args.name, params, args.root, args.timeout, replace_failed=args.replace_failed)
+    out = run_notebook(
+        args.notebook,
+        args.name,
+        params,
+        args.root,
+        args.timeout,
+        replace_failed=args.replace_failed,
+    )
     print(f"run finished: {out}")
     headline = out / "headline.txt"
-    if headline.is_file():                              # the notebook's own one-paragraph answer
+    if headline.is_file():  # the notebook's own one-paragraph answer
         print("\n" + headline.read_text(encoding="utf-8").strip() + "\n")
     for p in sorted(out.iterdir()):
         print(f"  {p}")
     return 0
 
+
 _COMMANDS = {"params": _cmd_params, "sweep": _cmd_sweep, "results": _cmd_results, "run": _cmd_run}
 
 # %% ../nbs/42_cli.ipynb #61b03c0c
-def main(argv=None) -> int:
-    """Entry point of the `contrastive-nb` command: every refusal one sentence on stderr, exit status 2.
+def main(
+    argv=None,  # the arguments (default: sys.argv[1:])
+) -> int:  # the exit status: 0 done, 1 a bug or a failed sweep run, 2 a refusal, 130 interrupted
+    """Entry point of the `contrastive-nb` command: every refusal one sentence on stderr, exit
+    status 2.
 
-    `--help` and `--version` answer before anything heavy is imported (no torch); a flag a subcommand does not take
-    is refused with that subcommand's usage."""
+    `--help` and `--version` answer before anything heavy is imported (no torch); a flag a
+    subcommand does not take is refused with that subcommand's usage."""
     ap, cmds = _parser()
     args, extra = ap.parse_known_args(argv)
     if extra:
@@ -145,11 +244,18 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         say("interrupted")
         return 130
-    except (ValueError, OSError, RuntimeError) as e:    # bad input, a missing or busy file, a failed run
+    except (
+        ValueError,
+        OSError,
+        RuntimeError,
+    ) as e:  # bad input, a missing or busy file, a failed run
         say(f"error: {e}")
         return 2
-    except Exception as e:                               # a bug: still one sentence, the traceback on request
+    except Exception as e:  # a bug: still one sentence, the traceback on request
         if os.environ.get("CONTRASTIVE_NB_DEBUG"):
             raise
-        say(f"internal error ({type(e).__name__}: {e}); set CONTRASTIVE_NB_DEBUG=1 for the traceback and report it")
+        say(
+            f"internal error ({type(e).__name__}: {e}); set CONTRASTIVE_NB_DEBUG=1 for the"
+            " traceback and report it"
+        )
         return 1

@@ -20,7 +20,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .core import atomic_write_json, check_choice, check_int, check_range, new_run_dir, read_json
+from contrastive_nb.core import (
+    atomic_write_json,
+    check_choice,
+    check_int,
+    check_range,
+    new_run_dir,
+    read_json,
+)
 
 # %% auto #0
 __all__ = ['notebook_parameters', 'coerce_value', 'check_parameters', 'check_run_name', 'RunBusyError', 'remove_stale_partials',
@@ -28,14 +35,30 @@ __all__ = ['notebook_parameters', 'coerce_value', 'check_parameters', 'check_run
            'sweep_results']
 
 # %% ../nbs/40_runs.ipynb #abbadca7
-_TYPES = {"int": int, "float": float, "str": str, "bool": bool, "list": list, "dict": dict, "None": type(None)}
-# a default written as float("nan"), float('-inf'), math.inf, np.nan, numpy.inf, torch.inf (any case)
-_NON_FINITE_SOURCE = re.compile(r"[-+]?\s*(float\(\s*(['\"])[-+]?(nan|inf|infinity)\2\s*\)|(math|np|numpy|torch)\.(nan|inf))",
-                                re.IGNORECASE)
+_TYPES = {
+    "int": int,
+    "float": float,
+    "str": str,
+    "bool": bool,
+    "list": list,
+    "dict": dict,
+    "None": type(None),
+}
+# a default written as float("nan"), float('-inf'), math.inf, np.nan, numpy.inf, torch.inf (any
+# case)
+_NON_FINITE_SOURCE = re.compile(
+    r"[-+]?\s*(float\(\s*(['\"])[-+]?(nan|inf|infinity)\2\s*\)|(math|np|numpy|torch)\.(nan|inf))",
+    re.IGNORECASE,
+)
 
-def notebook_parameters(notebook) -> dict:
-    "The notebook's parameters: name → {'default': source text, 'type': type name, 'help': comment}."
+
+def notebook_parameters(
+    notebook,  # path of a .ipynb file with a cell tagged `parameters`
+) -> dict:  # name → {'default': its source text, 'type': a type name, 'help': its comment}
+    """The notebook's parameters: name → {'default': source text, 'type': type name, 'help':
+    comment}."""
     import papermill as pm
+
     path = Path(notebook)
     if not path.exists():
         raise FileNotFoundError(f"`notebook` does not exist: {path}")
@@ -44,14 +67,18 @@ def notebook_parameters(notebook) -> dict:
     try:
         params = pm.inspect_notebook(str(path))
     except Exception as e:
-        raise ValueError(f"{path} is not a readable Jupyter notebook ({type(e).__name__}: "
-                         f"{(str(e).splitlines() or [''])[0][:200]})") from None
+        raise ValueError(
+            f"{path} is not a readable Jupyter notebook ({type(e).__name__}: "
+            f"{(str(e).splitlines() or [''])[0][:200]})"
+        ) from None
     if not params:
-        raise ValueError(f"{path} has no cell tagged 'parameters'; tag one so its values can be set per run")
+        raise ValueError(
+            f"{path} has no cell tagged 'parameters'; tag one so its values can be set per run"
+        )
     out = {}
     for k, v in params.items():
         tname = v["inferred_type_name"]
-        if tname in ("None", None):          # no annotation: the type of the literal default
+        if tname in ("None", None):  # no annotation: the type of the literal default
             try:
                 tname = type(ast.literal_eval(v["default"])).__name__
             except (ValueError, SyntaxError):
@@ -61,14 +88,20 @@ def notebook_parameters(notebook) -> dict:
     return out
 
 # %% ../nbs/40_runs.ipynb #a29c7788
-def coerce_value(text: str, type_name: str | None = None):
-    """Read a command-line value: a Python/YAML literal when it parses as one (3, 0.5, True, [1, 2]), else the string.
+def coerce_value(
+    text: str,  # the VALUE of `-p NAME VALUE`, as typed
+    type_name: str | None = None,  # the declared type ('str', 'float', …; None: unknown)
+):  # a Python value: the literal `text` spells, or `text` itself
+    """Read a command-line value: a Python/YAML literal when it parses as one (3, 0.5, True, [1,
+    2]), else the string.
 
-    `type_name` is the parameter's declared type (`notebook_parameters`): 'str' takes the text verbatim; 'float'
-    also reads `nan`/`inf`/`-inf`. Nothing is evaluated: `ast.literal_eval` and `yaml.safe_load` only read
-    literals, and anything else (code, a YAML tag such as `!!python/object`) comes back as the plain string, which
-    papermill writes as an escaped literal."""
+    `type_name` is the parameter's declared type (`notebook_parameters`): 'str' takes the text
+    verbatim; 'float' also reads `nan`/`inf`/`-inf`. Nothing is evaluated: `ast.literal_eval` and
+    `yaml.safe_load` only read literals, and anything else (code, a YAML tag such as
+    `!!python/object`) comes back as the plain string, which papermill writes as an escaped
+    literal."""
     import yaml
+
     if type_name == "str":
         return text
     try:
@@ -82,7 +115,7 @@ def coerce_value(text: str, type_name: str | None = None):
     v = v if isinstance(v, (bool, int, float, list, dict)) or v is None else text
     if type_name == "float" and isinstance(v, str):
         with contextlib.suppress(ValueError):
-            return float(text)                      # nan, inf, -inf, infinity: refused later unless the default is
+            return float(text)  # nan, inf, -inf, infinity: refused later unless the default is
     return v
 
 # %% ../nbs/40_runs.ipynb #1c15b9e1
@@ -96,18 +129,23 @@ def _non_finite(v) -> bool:
         return any(_non_finite(x) for x in v.values())
     return False
 
+
 def _default_non_finite(source: str) -> bool:
-    "Whether a parameter's default (its source text) is non-finite: `float('nan')`, `math.inf`, `-np.inf`, `1e999`."
+    """Whether a parameter's default (its source text) is non-finite: `float('nan')`, `math.inf`,
+    `-np.inf`, `1e999`."""
     try:
         return _non_finite(ast.literal_eval(source))
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return bool(_NON_FINITE_SOURCE.fullmatch(source.strip()))
 
+
 _JSON_DATA = "text, numbers, true/false, null, lists, and mappings with text keys"
 
+
 def _json_problem(v, at: str = "") -> str | None:
-    "What in `v` is not JSON data (str, int, float, bool, None, list, dict with str keys) and where; None if nothing."
-    if v is None or isinstance(v, (str, int, float)):          # bool is an int
+    """What in `v` is not JSON data (str, int, float, bool, None, list, dict with str keys) and
+    where; None if nothing."""
+    if v is None or isinstance(v, (str, int, float)):  # bool is an int
         return None
     if isinstance(v, list):
         return next((p for i, x in enumerate(v) if (p := _json_problem(x, f"{at}[{i}]"))), None)
@@ -119,22 +157,39 @@ def _json_problem(v, at: str = "") -> str | None:
     shown = repr(v) if len(repr(v)) <= 40 else repr(v)[:37] + "..."
     return f"{'the item at ' + at if at else 'the value'} is a {type(v).__name__} ({shown})"
 
-def check_parameters(notebook, values: dict) -> dict:
-    """Refuse names the notebook does not declare, values that are not JSON data all the way down, values whose type
-    differs from the default's, and NaN/infinity where the default is finite; ints pass as floats.
 
-    What passes is exactly what the notebook receives: papermill writes JSON data as the equal Python literal, while
-    anything else (a tuple, a set, bytes, a date inside a list) it would write as unescaped text."""
+def check_parameters(
+    notebook,  # the notebook the values are for
+    values: dict,  # parameter name → value (from -p, -f or a sweep file)
+) -> dict:  # the values to inject (ints widened to float where the default is a float)
+    """Refuse names the notebook does not declare, values that are not JSON data all the way down,
+    values whose type differs from the default's, and NaN/infinity where the default is finite;
+    ints pass as floats.
+
+    What passes is exactly what the notebook receives: papermill writes JSON data as the equal
+    Python literal, while anything else (a tuple, a set, bytes, a date inside a list) it would write
+    as unescaped text."""
     declared = notebook_parameters(notebook)
     odd = [k for k in values if not isinstance(k, str)]
     if odd:
-        raise ValueError(f"parameter names are text; got {odd[0]!r} ({type(odd[0]).__name__}) for {Path(notebook).name}")
+        raise ValueError(
+            f"parameter names are text; got {odd[0]!r} ({type(odd[0]).__name__}) for"
+            f" {Path(notebook).name}"
+        )
     unknown = sorted(set(values) - set(declared))
     if unknown:
-        close = sorted({m for k in unknown for m in difflib.get_close_matches(k, list(declared), n=2, cutoff=0.6)})
+        close = sorted(
+            {
+                m
+                for k in unknown
+                for m in difflib.get_close_matches(k, list(declared), n=2, cutoff=0.6)
+            }
+        )
         hint = f"did you mean {', '.join(map(repr, close))}? " if close else ""
-        raise ValueError(f"unknown parameter(s) {unknown} for {Path(notebook).name}; {hint}`contrastive-nb params "
-                         f"{Path(notebook).name}` lists the {len(declared)} it takes")
+        raise ValueError(
+            f"unknown parameter(s) {unknown} for {Path(notebook).name}; {hint}`contrastive-nb"
+            f" params {Path(notebook).name}` lists the {len(declared)} it takes"
+        )
     out = {}
     for k, v in values.items():
         try:
@@ -142,61 +197,94 @@ def check_parameters(notebook, values: dict) -> dict:
         except RecursionError:
             problem = "the value nests too deeply"
         if problem:
-            raise ValueError(f"parameter `{k}` of {Path(notebook).name}: {problem}; parameter values are JSON data "
-                             f"all the way down ({_JSON_DATA})")
+            raise ValueError(
+                f"parameter `{k}` of {Path(notebook).name}: {problem}; parameter values are JSON"
+                f" data all the way down ({_JSON_DATA})"
+            )
         tname, default = declared[k]["type"], declared[k]["default"]
         want = _TYPES.get(tname)
-        if want is None or tname == "None" or isinstance(v, want) and not (want is int and isinstance(v, bool)):
+        if (
+            want is None
+            or tname == "None"
+            or isinstance(v, want)
+            and not (want is int and isinstance(v, bool))
+        ):
             out[k] = v
         elif want is float and isinstance(v, int) and not isinstance(v, bool):
             out[k] = float(v)
         else:
             quote = " (in a YAML file, quote text such as 'no' or '123')" if want is str else ""
-            raise ValueError(f"parameter `{k}` of {Path(notebook).name} takes a {tname} "
-                             f"(default {default}); got {v!r} ({type(v).__name__}){quote}")
+            raise ValueError(
+                f"parameter `{k}` of {Path(notebook).name} takes a {tname} "
+                f"(default {default}); got {v!r} ({type(v).__name__}){quote}"
+            )
         if _non_finite(out[k]) and not _default_non_finite(default):
-            raise ValueError(f"parameter `{k}` of {Path(notebook).name} takes finite numbers (default {default}); "
-                             f"got {v!r}: NaN and infinity are accepted only where the notebook's default is one")
+            raise ValueError(
+                f"parameter `{k}` of {Path(notebook).name} takes finite numbers (default"
+                f" {default}); got {v!r}: NaN and infinity are accepted only where the notebook's"
+                " default is one"
+            )
     return out
 
 # %% ../nbs/40_runs.ipynb #0b36c09e
 _MAX_NAME_BYTES = 200
 
-def check_run_name(name, arg: str = "name") -> str:
+
+def check_run_name(
+    name,  # a run or sweep name: one folder name inside the root
+    arg: str = "name",  # what the refusal calls it
+) -> str:  # `name`, unchanged
     "Refuse a run or sweep name that is not one plain folder name inside the root; returns it."
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"`{arg}` must be a non-empty folder name; got {name!r}")
     try:
         name.encode("utf-8")
-    except UnicodeEncodeError:                     # bytes that are not UTF-8 on the command line (surrogate escapes)
-        raise ValueError(f"`{arg}`={ascii(name)[:60]} is not UTF-8 text; name runs with UTF-8 characters") from None
+    except UnicodeEncodeError:  # bytes that are not UTF-8 on the command line (surrogate escapes)
+        raise ValueError(
+            f"`{arg}`={ascii(name)[:60]} is not UTF-8 text; name runs with UTF-8 characters"
+        ) from None
     shown = name if len(name) <= 60 else name[:57] + "..."
     if any(c in "/\\" or ord(c) < 32 for c in name):
-        raise ValueError(f"`{arg}`={shown!r} must be one folder name inside the root: no path separators "
-                         "or control characters")
+        raise ValueError(
+            f"`{arg}`={shown!r} must be one folder name inside the root: no path separators "
+            "or control characters"
+        )
     if name.startswith("."):
-        raise ValueError(f"`{arg}`={shown!r} must not start with '.': hidden names are the partial runs and "
-                         "locks, and `results` skips them")
+        raise ValueError(
+            f"`{arg}`={shown!r} must not start with '.': hidden names are the partial runs and "
+            "locks, and `results` skips them"
+        )
     if ".failed-" in name:
-        raise ValueError(f"`{arg}`={shown!r} must not contain '.failed-', which marks a sweep's failed attempts")
+        raise ValueError(
+            f"`{arg}`={shown!r} must not contain '.failed-', which marks a sweep's failed attempts"
+        )
     if len(name.encode()) > _MAX_NAME_BYTES:
-        raise ValueError(f"`{arg}` is {len(name.encode())} bytes long ({shown!r}); at most {_MAX_NAME_BYTES} are allowed")
+        raise ValueError(
+            f"`{arg}` is {len(name.encode())} bytes long ({shown!r}); at most {_MAX_NAME_BYTES} are"
+            " allowed"
+        )
     return name
 
 # %% ../nbs/40_runs.ipynb #ffdc0bd9
 class RunBusyError(RuntimeError):
     "Another process holds the lock of this run or sweep."
 
+
 _PARTIAL = re.compile(r"\.(?P<name>.+)\.partial-(?P<pid>\d+)-(?P<ms>\d+)")
 
+
 def _lock_path(root, name: str) -> Path:
-    "The lock of run `name` under `root` (the sweep's own lock is `.locks/.sweep.lock`: no run name starts with '.')."
+    """The lock of run `name` under `root` (the sweep's own lock is `.locks/.sweep.lock`: no run
+    name starts with '.')."""
     return Path(root) / ".locks" / f"{name}.lock"
+
 
 @contextlib.contextmanager
 def _holding(lock_path, busy: str, wait: bool = False, log=None):
-    "Hold the lock at `lock_path`: raise `RunBusyError(busy)` when another process holds it, or (`wait`) wait."
+    """Hold the lock at `lock_path`: raise `RunBusyError(busy)` when another process holds it, or
+    (`wait`) wait."""
     from filelock import FileLock, Timeout
+
     Path(lock_path).parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(lock_path))
     try:
@@ -212,13 +300,23 @@ def _holding(lock_path, busy: str, wait: bool = False, log=None):
     finally:
         lock.release()
 
+
 def _partials(root, name: str | None = None) -> list:
-    "The hidden partial run folders under `root` (of run `name` only, when given) as `(path, run name)`."
-    found = [(p, m["name"]) for p in sorted(Path(root).glob(".*.partial-*")) if (m := _PARTIAL.fullmatch(p.name))]
+    """The hidden partial run folders under `root` (of run `name` only, when given) as `(path, run
+    name)`."""
+    found = [
+        (p, m["name"])
+        for p in sorted(Path(root).glob(".*.partial-*"))
+        if (m := _PARTIAL.fullmatch(p.name))
+    ]
     return [(p, n) for p, n in found if p.is_dir() and (name is None or n == name)]
 
-def remove_stale_partials(root) -> list:
-    "Delete the partial run folders under `root` whose owner process is gone (nobody holds the run's lock)."
+
+def remove_stale_partials(
+    root,  # a folder of runs (`runs/`, or a sweep's folder)
+) -> list:  # the partial folders removed
+    """Delete the partial run folders under `root` whose owner process is gone (nobody holds the
+    run's lock)."""
     removed = []
     for p, name in _partials(root):
         try:
@@ -226,17 +324,19 @@ def remove_stale_partials(root) -> list:
                 shutil.rmtree(p)
                 removed.append(p)
         except RunBusyError:
-            continue                                   # its run is in progress in another process
+            continue  # its run is in progress in another process
     return removed
 
 # %% ../nbs/40_runs.ipynb #8ea257a5
 def _run_status(folder: Path) -> str | None:
-    "The `status` of a run folder's status.json ('ok', 'failed'), or None when there is none or it is unreadable."
+    """The `status` of a run folder's status.json ('ok', 'failed'), or None when there is none or it
+    is unreadable."""
     try:
         st = read_json(folder / "status.json")
     except (FileNotFoundError, ValueError):
         return None
     return st.get("status") if isinstance(st, dict) else None
+
 
 def _set_aside(folder: Path) -> Path:
     "Rename a failed run folder to `<name>.failed-<k>` (the first free k); returns the new path."
@@ -246,8 +346,10 @@ def _set_aside(folder: Path) -> Path:
     os.rename(folder, folder.parent / f"{folder.name}.failed-{k}")
     return folder.parent / f"{folder.name}.failed-{k}"
 
+
 def _publish(work: Path, final: Path) -> Path:
-    "Rename the finished partial folder to `final`, or to `final-<k>` if something else made `final` meanwhile."
+    """Rename the finished partial folder to `final`, or to `final-<k>` if something else made
+    `final` meanwhile."""
     target, k = final, 1
     while target.exists() or target.is_symlink():
         k += 1
@@ -255,40 +357,72 @@ def _publish(work: Path, final: Path) -> Path:
     os.rename(work, target)
     if target != final:
         import warnings
-        warnings.warn(f"{final} appeared while this run was in progress (made by a process that does not take the "
-                      f"run's lock); this run is kept as {target}")
+
+        warnings.warn(
+            f"{final} appeared while this run was in progress (made by a process that does not take"
+            f" the run's lock); this run is kept as {target}"
+        )
     return target
 
-def _execute(notebook: Path, work: Path, params: dict, timeout, log_output: bool, progress: bool) -> dict:
-    "Run papermill into `work`; returns the status written to `work/status.json` (the error is kept, not raised)."
+
+def _execute(
+    notebook: Path, work: Path, params: dict, timeout, log_output: bool, progress: bool
+) -> dict:
+    """Run papermill into `work`; returns the status written to `work/status.json` (the error is
+    kept, not raised)."""
     import papermill as pm
-    here = os.path.dirname(sys.executable)      # the kernel must be this environment's Python: first on PATH
+
+    here = os.path.dirname(
+        sys.executable
+    )  # the kernel must be this environment's Python: first on PATH
     if os.environ.get("PATH", "").split(os.pathsep)[0] != here:
         os.environ["PATH"] = here + os.pathsep + os.environ.get("PATH", "")
-    # no front end renders widgets in a papermill run: explorers show their static figures (explore.has_frontend)
+    # no front end renders widgets in a papermill run: explorers show their static figures
+    # (explore.has_frontend)
     os.environ.setdefault("CONTRASTIVE_NB_HEADLESS", "1")
     t0, error = time.time(), None
     try:
         with open(work / "log.txt", "w") as log:
-            pm.execute_notebook(str(notebook), str(work / notebook.name), parameters=params, kernel_name="python3",
-                                log_output=log_output, stdout_file=log, stderr_file=log, progress_bar=progress,
-                                cwd=str(work), execution_timeout=timeout)
-    except BaseException as e:   # keep the partial notebook; the caller re-raises after the folder is in place
+            pm.execute_notebook(
+                str(notebook),
+                str(work / notebook.name),
+                parameters=params,
+                kernel_name="python3",
+                log_output=log_output,
+                stdout_file=log,
+                stderr_file=log,
+                progress_bar=progress,
+                cwd=str(work),
+                execution_timeout=timeout,
+            )
+    except (
+        BaseException
+    ) as e:  # keep the partial notebook; the caller re-raises after the folder is in place
         error = e
-    status = {"status": "ok" if error is None else "failed",
-              "error": None if error is None else f"{type(error).__name__}: {error}"[:2000],
-              "seconds": round(time.time() - t0, 2), "finished": _dt.datetime.now().isoformat(timespec="seconds")}
+    status = {
+        "status": "ok" if error is None else "failed",
+        "error": None if error is None else f"{type(error).__name__}: {error}"[:2000],
+        "seconds": round(time.time() - t0, 2),
+        "finished": _dt.datetime.now().isoformat(timespec="seconds"),
+    }
     atomic_write_json(work / "status.json", status)
     status["exception"] = error
     return status
 
 # %% ../nbs/40_runs.ipynb #9d74d559
-def run_notebook(notebook, name: str | None = None, parameters: dict | None = None, root="runs",
-                 timeout: float | None = 3600, log_output: bool = True, progress: bool = False,
-                 replace_failed: bool = False,   # a failed run of this name is set aside as name.failed-k, then rerun
-                 ) -> Path:
-    "Execute `notebook` with `parameters` into `root/name/`; returns the folder. Raises if the notebook fails."
-    declared = notebook_parameters(notebook)                    # a readable notebook, or a sentence
+def run_notebook(
+    notebook,  # path of the .ipynb to execute
+    name: str | None = None,  # the run folder's name (default: notebook name + time)
+    parameters: dict | None = None,  # values for the notebook's `parameters` cell
+    root="runs",  # the folder that holds the run folders
+    timeout: float | None = 3600,  # seconds per cell (None: no limit)
+    log_output: bool = True,  # copy the kernel's output to the run's log.txt
+    progress: bool = False,  # papermill's progress bar
+    replace_failed: bool = False,  # a failed run of this name is kept as name.failed-k, then rerun
+) -> Path:  # the run folder
+    """Execute `notebook` with `parameters` into `root/name/`; returns the folder. Raises if the
+    notebook fails."""
+    declared = notebook_parameters(notebook)  # a readable notebook, or a sentence
     notebook = Path(notebook).resolve()
     name = check_run_name(name or f"{notebook.stem}-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}")
     if timeout is not None:
@@ -299,9 +433,14 @@ def run_notebook(notebook, name: str | None = None, parameters: dict | None = No
         raise ValueError(f"`root` must be a folder for the runs; {root} is a file")
     root.mkdir(parents=True, exist_ok=True)
     final = root / name
-    with _holding(_lock_path(root, name), busy=f"run {final} is in progress in another process (it holds "
-                  f"{_lock_path(root, name)}); wait for it to finish, or choose another `name`"):
-        for p, _ in _partials(root, name):                      # we hold the name: these owners are gone
+    with _holding(
+        _lock_path(root, name),
+        busy=(
+            f"run {final} is in progress in another process (it holds "
+            f"{_lock_path(root, name)}); wait for it to finish, or choose another `name`"
+        ),
+    ):
+        for p, _ in _partials(root, name):  # we hold the name: these owners are gone
             shutil.rmtree(p, ignore_errors=True)
         if final.exists() or final.is_symlink():
             if not replace_failed or _run_status(final) == "ok":
@@ -309,13 +448,17 @@ def run_notebook(notebook, name: str | None = None, parameters: dict | None = No
             _set_aside(final)
         work = new_run_dir(f".{name}.partial-{os.getpid()}-{int(time.time() * 1000)}", root)
         if "out_dir" in declared:
-            params.setdefault("out_dir", ".")      # the notebook runs inside its run folder
-        atomic_write_json(work / "parameters.json", {"notebook": str(notebook), "parameters": params})
+            params.setdefault("out_dir", ".")  # the notebook runs inside its run folder
+        atomic_write_json(
+            work / "parameters.json", {"notebook": str(notebook), "parameters": params}
+        )
         status = _execute(notebook, work, params, timeout, log_output, progress)
         final = _publish(work, final)
     if status["exception"] is not None:
-        raise RuntimeError(f"run {name!r} failed ({status['error'][:300]}); the partial notebook is "
-                           f"{final / notebook.name}") from status["exception"]
+        raise RuntimeError(
+            f"run {name!r} failed ({status['error'][:300]}); the partial notebook is "
+            f"{final / notebook.name}"
+        ) from status["exception"]
     return final
 
 # %% ../nbs/40_runs.ipynb #c9f1b780
@@ -329,53 +472,101 @@ def _flatten(d: dict, prefix: str = "") -> dict:
             out[key] = v
     return out
 
+
 def _run_row(d: Path, metrics_file: str) -> dict:
-    """One run folder as a row: `run`, `status` (from status.json; 'unknown' without one), `param/…` (from
-    parameters.json) and the flattened metrics; malformed files are named. A metric named like one of the folder's
-    own columns (`status`, `param/lr`) never replaces it: it is kept as `metric/<name>`, with a warning."""
+    """One run folder as a row: `run`, `status` (from status.json; 'unknown' without one), `param/…`
+    (from parameters.json) and the flattened metrics; malformed files are named. A metric named
+    like one of the folder's own columns (`status`, `param/lr`) never replaces it: it is kept as
+    `metric/<name>`, with a warning."""
+
     def mapping(path, key=None):
         obj = read_json(path)
-        if not isinstance(obj, dict) or (key is not None and not isinstance(obj.get(key), (dict, str))):
+        if not isinstance(obj, dict) or (
+            key is not None and not isinstance(obj.get(key), (dict, str))
+        ):
             want = f"a mapping with the key {key!r}" if key else "a mapping"
-            raise ValueError(f"{path} must hold {want}, as `contrastive-nb run` writes it; got {str(obj)[:80]}")
+            raise ValueError(
+                f"{path} must hold {want}, as `contrastive-nb run` writes it; got {str(obj)[:80]}"
+            )
         return obj
+
     params = mapping(d / "parameters.json", "parameters")["parameters"]
     if not isinstance(params, dict):
-        raise ValueError(f"{d / 'parameters.json'}: its key 'parameters' must map parameter names to values")
-    row = {"run": d.name, "status": mapping(d / "status.json", "status")["status"] if (d / "status.json").exists() else "unknown"}
+        raise ValueError(
+            f"{d / 'parameters.json'}: its key 'parameters' must map parameter names to values"
+        )
+    row = {
+        "run": d.name,
+        "status": (
+            mapping(d / "status.json", "status")["status"]
+            if (d / "status.json").exists()
+            else "unknown"
+        ),
+    }
     row.update({f"param/{k}": v for k, v in params.items() if k != "out_dir"})
     if (d / metrics_file).exists():
         metrics = _flatten(mapping(d / metrics_file))
         for k, v in metrics.items():
             key = k
             while key in row or key.startswith("param/") or key != k and key in metrics:
-                key = f"metric/{key}"                # `run`, `status` and `param/…` are the folder's, not the notebook's
+                key = (  # `run`, `status` and `param/…` are the folder's, not the notebook's
+                    f"metric/{key}"
+                )
             if key != k:
                 import warnings
-                warnings.warn(f"{d / metrics_file}: the metric {k!r} would overwrite the run's own column; it is kept "
-                              f"as {key!r}")
+
+                warnings.warn(
+                    f"{d / metrics_file}: the metric {k!r} would overwrite the run's own column; it"
+                    f" is kept as {key!r}"
+                )
             row[key] = v
     return row
 
-def collect_results(root, metrics_file: str = "metrics.json"):
-    "One row per run folder under `root`: `run`, `status`, the parameters (`param/…`) and flattened metrics."
+
+def collect_results(
+    root,  # a folder of run folders (a sweep's folder)
+    metrics_file: str = "metrics.json",  # the JSON each run's notebook wrote
+):  # DataFrame, one row per run
+    """One row per run folder under `root`: `run`, `status`, the parameters (`param/…`) and
+    flattened metrics."""
     import pandas as pd
+
     root = Path(root)
     if root.exists() and not root.is_dir():
         raise ValueError(f"`root` must be a folder of runs (e.g. runs/<sweep>); {root} is a file")
-    rows = [_run_row(d, metrics_file) for d in (sorted(root.iterdir()) if root.exists() else [])
-            if d.is_dir() and not d.name.startswith(".") and (d / "parameters.json").exists()]
+    rows = [
+        _run_row(d, metrics_file)
+        for d in (sorted(root.iterdir()) if root.exists() else [])
+        if d.is_dir() and not d.name.startswith(".") and (d / "parameters.json").exists()
+    ]
     return pd.DataFrame(rows)
 
-def format_summary(summary) -> "pd.DataFrame":
-    "`summarize`'s table as strings 'mean ± std (n)', one row per metric, one column per grid point."
+
+def format_summary(
+    summary,  # `summarize`'s table
+) -> "pd.DataFrame":  # strings 'mean ± std (n)', one row per metric, one column per grid point
+    """`summarize`'s table as strings 'mean ± std (n)', one row per metric, one column per grid
+    point."""
     import pandas as pd
+
     metrics = list(dict.fromkeys(summary.columns.get_level_values(0)))
-    out = {m: [f"{r[(m, 'mean')]:.4g} ± {0 if pd.isna(r[(m, 'std')]) else r[(m, 'std')]:.2g} ({int(r[(m, 'count')])})"
-               for _, r in summary.iterrows()] for m in metrics}
+    out = {
+        m: [
+            f"{r[(m, 'mean')]:.4g} ± {0 if pd.isna(r[(m, 'std')]) else r[(m, 'std')]:.2g}"
+            f" ({int(r[(m, 'count')])})"
+            for _, r in summary.iterrows()
+        ]
+        for m in metrics
+    }
     return pd.DataFrame(out, index=[str(i) for i in summary.index]).T
 
-def summarize(results, metrics: list, by: list, seed_col: str = "param/seed"):
+
+def summarize(
+    results,  # `collect_results`' table
+    metrics: list,  # metric columns to summarise
+    by: list,  # parameter columns to group by (the grid)
+    seed_col: str = "param/seed",  # the seed column (not a group)
+):  # DataFrame: mean, std and count of each metric per group
     "Mean, std and count of `metrics` over seeds, grouped by the parameter columns `by`."
     ok = results[results["status"] == "ok"] if "status" in results else results
     missing = [c for c in list(metrics) + list(by) if c not in ok.columns]
@@ -386,8 +577,10 @@ def summarize(results, metrics: list, by: list, seed_col: str = "param/seed"):
 
 # %% ../nbs/40_runs.ipynb #3267ba4b
 def _read_yaml(path, what: str = "file"):
-    "The YAML document in `path` (safe_load: plain data only); every failure is a sentence naming the file."
+    """The YAML document in `path` (safe_load: plain data only); every failure is a sentence naming
+    the file."""
     import yaml
+
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{what} does not exist: {path}")
@@ -396,26 +589,51 @@ def _read_yaml(path, what: str = "file"):
     try:
         return yaml.safe_load(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as e:
-        raise ValueError(f"{what} {path} is not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start})") from None
+        raise ValueError(
+            f"{what} {path} is not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start})"
+        ) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
         at = f" line {mark.line + 1}, column {mark.column + 1}:" if mark is not None else ""
         problem = getattr(e, "problem", None) or (str(e).splitlines() or ["?"])[0]
         raise ValueError(f"{what} {path} is not valid YAML:{at} {problem}") from None
     except RecursionError:
-        raise ValueError(f"{what} {path} nests too deeply to be a sweep or parameters file") from None
+        raise ValueError(
+            f"{what} {path} nests too deeply to be a sweep or parameters file"
+        ) from None
 
-_SWEEP_KEYS = {"notebook", "name", "parameters", "grid", "seeds", "parallel", "retries", "timeout", "backend",
-               "ray_address"}
 
-def load_sweep(path) -> dict:
-    "Read and check a sweep file; returns the spec with defaults filled in. Every refusal names the file and key."
+_SWEEP_KEYS = {
+    "notebook",
+    "name",
+    "parameters",
+    "grid",
+    "seeds",
+    "parallel",
+    "retries",
+    "timeout",
+    "backend",
+    "ray_address",
+}
+
+
+def load_sweep(
+    path,  # a sweep file (YAML)
+) -> dict:  # the checked spec, defaults filled in
+    """Read and check a sweep file; returns the spec with defaults filled in. Every refusal names
+    the file and key."""
     path = Path(path)
     spec = _read_yaml(path, "sweep file")
     spec = {} if spec is None else spec
-    def fail(msg): raise ValueError(f"{path}: {msg}")
+
+    def fail(msg):
+        raise ValueError(f"{path}: {msg}")
+
     if not isinstance(spec, dict):
-        fail(f"a sweep file holds a mapping (notebook:, name:, grid:, seeds:, …); this one holds a {type(spec).__name__}")
+        fail(
+            "a sweep file holds a mapping (notebook:, name:, grid:, seeds:, …); this one holds a"
+            f" {type(spec).__name__}"
+        )
     unknown = set(map(str, spec)) - _SWEEP_KEYS
     if unknown:
         fail(f"unknown key(s) {sorted(unknown)}; a sweep file takes {sorted(_SWEEP_KEYS)}")
@@ -425,31 +643,53 @@ def load_sweep(path) -> dict:
     if not isinstance(spec["notebook"], str):
         fail(f"`notebook` must be the path of a .ipynb file; got {spec['notebook']!r}")
     nb = Path(spec["notebook"])
-    spec["notebook"] = str(nb if nb.is_absolute() else (path.parent / nb if (path.parent / nb).exists() else nb))
+    spec["notebook"] = str(
+        nb if nb.is_absolute() else (path.parent / nb if (path.parent / nb).exists() else nb)
+    )
     if not Path(spec["notebook"]).exists():
-        raise FileNotFoundError(f"{path}: `notebook` {nb} does not exist (a relative path is read from the sweep "
-                                "file's folder, then from the current folder)")
+        raise FileNotFoundError(
+            f"{path}: `notebook` {nb} does not exist (a relative path is read from the sweep "
+            "file's folder, then from the current folder)"
+        )
     try:
         check_run_name(spec["name"], "name")
     except ValueError as e:
         fail(str(e))
-    spec.setdefault("parameters", {}); spec.setdefault("grid", {}); spec.setdefault("seeds", [0])
-    spec.setdefault("retries", 1); spec.setdefault("timeout", 3600); spec.setdefault("backend", "local")
-    if not isinstance(spec["parameters"], dict) or not all(isinstance(k, str) for k in spec["parameters"]):
+    spec.setdefault("parameters", {})
+    spec.setdefault("grid", {})
+    spec.setdefault("seeds", [0])
+    spec.setdefault("retries", 1)
+    spec.setdefault("timeout", 3600)
+    spec.setdefault("backend", "local")
+    if not isinstance(spec["parameters"], dict) or not all(
+        isinstance(k, str) for k in spec["parameters"]
+    ):
         fail(f"`parameters` must map parameter names to values; got {spec['parameters']!r}")
-    if (not isinstance(spec["grid"], dict) or not all(isinstance(k, str) for k in spec["grid"])
-            or not all(isinstance(v, list) and v for v in spec["grid"].values())):
+    if (
+        not isinstance(spec["grid"], dict)
+        or not all(isinstance(k, str) for k in spec["grid"])
+        or not all(isinstance(v, list) and v for v in spec["grid"].values())
+    ):
         fail("`grid` must map parameter names to non-empty lists of values")
     seeds = spec["seeds"]
-    if (not isinstance(seeds, list) or not seeds or len(set(map(repr, seeds))) != len(seeds)
-            or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)):
-        fail(f"`seeds` must be a non-empty list of distinct non-negative integers, such as [0, 1, 2]; got {seeds!r}")
+    if (
+        not isinstance(seeds, list)
+        or not seeds
+        or len(set(map(repr, seeds))) != len(seeds)
+        or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)
+    ):
+        fail(
+            "`seeds` must be a non-empty list of distinct non-negative integers, such as [0, 1,"
+            f" 2]; got {seeds!r}"
+        )
     if "seed" in spec["grid"] or "seed" in spec["parameters"]:
         fail("`seed` is set by `seeds`, not by `grid` or `parameters`")
-    for key, check in [("retries", lambda v: check_int("retries", v, 0)),
-                       ("timeout", lambda v: check_range("timeout", v, 0, low_inclusive=False)),
-                       ("parallel", lambda v: v is None or check_int("parallel", v, 1)),
-                       ("backend", lambda v: check_choice("backend", v, ["local", "ray"]))]:
+    for key, check in [
+        ("retries", lambda v: check_int("retries", v, 0)),
+        ("timeout", lambda v: check_range("timeout", v, 0, low_inclusive=False)),
+        ("parallel", lambda v: v is None or check_int("parallel", v, 1)),
+        ("backend", lambda v: check_choice("backend", v, ["local", "ray"])),
+    ]:
         try:
             check(spec.get(key))
         except ValueError as e:
@@ -462,9 +702,13 @@ def load_sweep(path) -> dict:
 def _slug(v) -> str:
     return "".join(c if c.isalnum() or c in ".-" else "_" for c in str(v))
 
-def sweep_runs(spec: dict) -> list:
+
+def sweep_runs(
+    spec: dict,  # `load_sweep`'s spec
+) -> list:  # every run as `(name, parameters)`, checked against the notebook
     "Every run of the sweep as `(name, parameters)`, validated against the notebook."
     import itertools
+
     keys = list(spec["grid"])
     runs = []
     for values in itertools.product(*(spec["grid"][k] for k in keys)):
@@ -474,7 +718,10 @@ def sweep_runs(spec: dict) -> list:
             try:
                 check_run_name(name, "run name")
             except ValueError as e:
-                raise ValueError(f"the grid point {dict(zip(keys, values))} gives a run name that cannot be used: {e}") from None
+                raise ValueError(
+                    f"the grid point {dict(zip(keys, values))} gives a run name that cannot be"
+                    f" used: {e}"
+                ) from None
             runs.append((name, check_parameters(spec["notebook"], params)))
     if len({n for n, _ in runs}) != len(runs):
         raise ValueError("two grid points give the same run name; make the grid values distinct")
@@ -482,64 +729,102 @@ def sweep_runs(spec: dict) -> list:
 
 # %% ../nbs/40_runs.ipynb #740e1d24
 def _ray_executor(address: str | None):
-    "A function `(cmd, env_updates) -> (returncode, stderr)` that runs the command as a task on a Ray cluster."
+    """A function `(cmd, env_updates) -> (returncode, stderr)` that runs the command as a task on a
+    Ray cluster."""
     try:
         import ray
     except ImportError:
         raise ValueError("backend 'ray' needs Ray: pip install 'contrastive_nb[cluster]'") from None
     if not ray.is_initialized():
-        ray.init(address=address, ignore_reinit_error=True, log_to_driver=False, include_dashboard=False)
+        ray.init(
+            address=address, ignore_reinit_error=True, log_to_driver=False, include_dashboard=False
+        )
     gpus = 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0
 
     @ray.remote(num_cpus=1, num_gpus=gpus, max_retries=0)
     def _remote_run(cmd, env_updates):
         import os as _os, subprocess as _sp
-        env = dict(_os.environ); env.update(env_updates)
+
+        env = dict(_os.environ)
+        env.update(env_updates)
         p = _sp.run(cmd, env=env, capture_output=True, text=True)
         return p.returncode, p.stdout[-2000:], p.stderr[-4000:]
 
     return lambda cmd, env_updates: ray.get(_remote_run.remote(cmd, env_updates))
 
+
 def _local_executor(cmd, env_updates):
     import subprocess
+
     p = subprocess.run(cmd, env={**os.environ, **env_updates}, capture_output=True, text=True)
     return p.returncode, p.stdout[-2000:], p.stderr[-4000:]
 
+
 def _run_command(spec: dict, declared: dict, name: str, params: dict, out: Path) -> list:
-    "The `contrastive-nb run` command of one sweep run (string parameters verbatim, others as JSON)."
-    cmd = [sys.executable, "-c", "import sys; from contrastive_nb.cli import main; sys.exit(main(sys.argv[1:]))",
-           "run", str(Path(spec["notebook"]).resolve()), "--name", name, "--root", str(out),
-           "--timeout", str(spec["timeout"]), "--replace-failed"]
+    """The `contrastive-nb run` command of one sweep run (string parameters verbatim, others as
+    JSON)."""
+    cmd = [
+        sys.executable,
+        "-c",
+        "import sys; from contrastive_nb.cli import main; sys.exit(main(sys.argv[1:]))",
+        "run",
+        str(Path(spec["notebook"]).resolve()),
+        "--name",
+        name,
+        "--root",
+        str(out),
+        "--timeout",
+        str(spec["timeout"]),
+        "--replace-failed",
+    ]
     for k, v in params.items():
-        cmd += ["-p", k, v if isinstance(v, str) and declared[k]["type"] == "str" else json.dumps(v)]
+        cmd += [
+            "-p",
+            k,
+            v if isinstance(v, str) and declared[k]["type"] == "str" else json.dumps(v),
+        ]
     return cmd
 
 # %% ../nbs/40_runs.ipynb #a56acb1a
+def _sweep_status(spec: dict, result: dict) -> dict:
+    """The content of `sweep_status.json`: every run's state, and the failed and pending ones by
+    name."""
+    by = lambda state: sorted(n for n, s in result.items() if s == state)
+    return {"sweep": spec["name"], "notebook": spec["notebook"], "runs": result,
+            "failed": by("failed"), "pending": by("pending")}
+
+
 def _sweep_all(spec: dict, runs: list, out: Path, parallel, log, backend: str, ray_address) -> dict:
     "Run the missing runs of a sweep whose lock is held; `sweep_status.json` follows every change."
     from concurrent.futures import ThreadPoolExecutor
     import torch
+
     declared = notebook_parameters(spec["notebook"])
     stale = remove_stale_partials(out)
     if stale:
         log(f"removed {len(stale)} partial folder(s) of killed runs: {[p.name for p in stale][:5]}")
     n_gpu = torch.cuda.device_count() if backend == "local" else 0
-    execute = _ray_executor(ray_address or spec.get("ray_address")) if backend == "ray" else _local_executor
+    execute = (
+        _ray_executor(ray_address or spec.get("ray_address"))
+        if backend == "ray"
+        else _local_executor
+    )
     parallel = parallel or spec.get("parallel") or max(1, n_gpu)
     todo = [(n, p) for n, p in runs if _run_status(out / n) != "ok"]
     result = {n: "skipped" for n, _ in runs} | {n: "pending" for n, _ in todo}
     guard = threading.Lock()
+
     def record(name=None, status=None):
         with guard:
             if name is not None:
                 result[name] = status
-            atomic_write_json(out / "sweep_status.json", {
-                "sweep": spec["name"], "notebook": spec["notebook"], "runs": result,
-                "failed": sorted(n for n, s in result.items() if s == "failed"),
-                "pending": sorted(n for n, s in result.items() if s == "pending")})
+            atomic_write_json(out / "sweep_status.json", _sweep_status(spec, result))
+
     record()
-    log(f"sweep {spec['name']}: {len(runs)} runs, {len(runs) - len(todo)} already done, running {len(todo)}, "
-        f"{parallel} at a time ({backend})")
+    log(
+        f"sweep {spec['name']}: {len(runs)} runs, {len(runs) - len(todo)} already done, running"
+        f" {len(todo)}, {parallel} at a time ({backend})"
+    )
     slots = list(range(parallel))
 
     def one(item):
@@ -547,20 +832,31 @@ def _sweep_all(spec: dict, runs: list, out: Path, parallel, log, backend: str, r
         slot = slots.pop()
         try:
             for attempt in range(int(spec["retries"]) + 1):
-                with _holding(_lock_path(out, name), busy=f"run {name} is in progress in another process", wait=True,
-                              log=lambda m: log(f"  {m}")):
-                    pass                                   # wait for another process's run of this name to end
+                with _holding(
+                    _lock_path(out, name),
+                    busy=f"run {name} is in progress in another process",
+                    wait=True,
+                    log=lambda m: log(f"  {m}"),
+                ):
+                    pass  # wait for another process's run of this name to end
                 if _run_status(out / name) == "ok":
                     break
                 env_updates = {"CUDA_VISIBLE_DEVICES": str(slot % n_gpu)} if n_gpu else {}
                 try:
-                    rc, _, err = execute(_run_command(spec, declared, name, params, out), env_updates)
-                except Exception as e:                     # the executor itself failed (e.g. a Ray cluster went away)
+                    rc, _, err = execute(
+                        _run_command(spec, declared, name, params, out), env_updates
+                    )
+                except Exception as e:  # the executor itself failed (e.g. a Ray cluster went away)
                     rc, err = 1, f"{type(e).__name__}: {e}"
                 if rc == 0 and _run_status(out / name) == "ok":
                     break
-                log(f"  failed  {name} (attempt {attempt + 1}): {(err.strip().splitlines() or ['?'])[-1][:200]}")
-            status = "ok" if _run_status(out / name) == "ok" else "failed"   # what the folder says, nothing else
+                log(
+                    f"  failed  {name} (attempt {attempt + 1}):"
+                    f" {(err.strip().splitlines() or ['?'])[-1][:200]}"
+                )
+            status = (
+                "ok" if _run_status(out / name) == "ok" else "failed"
+            )  # what the folder says, nothing else
             if status == "ok":
                 log(f"  ok      {name}")
             record(name, status)
@@ -571,13 +867,20 @@ def _sweep_all(spec: dict, runs: list, out: Path, parallel, log, backend: str, r
         list(pool.map(one, todo))
     return dict(result)
 
-def run_sweep(sweep_file, root="runs", parallel: int | None = None, log=print, backend: str | None = None,
-              ray_address: str | None = None,
-              wait: bool = False,   # another process runs this sweep: wait for it (else refuse), then run what is missing
-              ) -> dict:
-    "Run every missing run of a sweep; returns `{run: 'ok' | 'failed' | 'skipped'}` (also in sweep_status.json)."
+
+def run_sweep(
+    sweep_file,  # the sweep file (YAML)
+    root="runs",  # the folder that holds the sweep's folder
+    parallel: int | None = None,  # runs at a time (default: the file's, else one per GPU, else 1)
+    log=print,  # where progress lines go
+    backend: str | None = None,  # 'local' or 'ray' (default: the file's, else local)
+    ray_address: str | None = None,  # HOST:PORT of a running Ray cluster
+    wait: bool = False,  # the sweep runs elsewhere: wait for it (else refuse), then run the rest
+) -> dict:  # run name → 'ok', 'failed' or 'skipped' (also in sweep_status.json)
+    """Run every missing run of a sweep; returns `{run: 'ok' | 'failed' | 'skipped'}` (also in
+    sweep_status.json)."""
     spec = load_sweep(sweep_file)
-    runs = sweep_runs(spec)                                  # refuses bad parameters before anything runs
+    runs = sweep_runs(spec)  # refuses bad parameters before anything runs
     if parallel is not None:
         check_int("parallel", parallel, 1)
     backend = check_choice("backend", backend or spec["backend"], ["local", "ray"])
@@ -587,45 +890,73 @@ def run_sweep(sweep_file, root="runs", parallel: int | None = None, log=print, b
     out = (root / spec["name"]).resolve()
     out.mkdir(parents=True, exist_ok=True)
     lock = _lock_path(out, ".sweep")
-    busy = (f"sweep {spec['name']!r} is already running in another process (it holds {lock}); wait for it to "
-            "finish and run this command again to run what is missing, or pass --wait")
+    busy = (
+        f"sweep {spec['name']!r} is already running in another process (it holds {lock}); wait for"
+        " it to finish and run this command again to run what is missing, or pass --wait"
+    )
     with _holding(lock, busy, wait=wait, log=log):
         return _sweep_all(spec, runs, out, parallel, log, backend, ray_address)
 
 # %% ../nbs/40_runs.ipynb #ba188f10
-def sweep_results(sweep_dir,                  # a sweep folder: one run folder per grid point and seed
-                  metrics: list | None = None,  # metrics summarised (default: every numeric one)
-                  figures: Callable | None = None,  # (ok runs: DataFrame, sweep_dir: Path) → {name: path} of figures it drew
-                 ) -> dict:
-    """Tidy results table and per-grid-point summary of a sweep folder, plus the figures `figures` draws; returns their paths.
+def sweep_results(
+    sweep_dir,  # a sweep folder: one run folder per grid point and seed
+    metrics: list | None = None,  # metrics summarised (default: every numeric one)
+    figures: Callable | None = None,  # (ok runs, sweep_dir) → {name: path} of the figures it drew
+) -> dict:  # file name → path of what was written
+    """Tidy results table and per-grid-point summary of a sweep folder, plus the figures `figures`
+    draws; returns their paths.
 
-    Every run is a row, failed and unfinished ones too (`status` 'failed' or 'unknown'); the summary counts only the
-    runs that finished ok. The old tables are removed before the new ones are written, so a table present is current."""
+    Every run is a row, failed and unfinished ones too (`status` 'failed' or 'unknown'); the summary
+    counts only the runs that finished ok. The old tables are removed before the new ones are
+    written, so a table present is current."""
     import pandas as pd
     from contrastive_nb.core import atomic_write_parquet, atomic_write_text
+
     sweep_dir = Path(sweep_dir)
     if figures is not None and not callable(figures):
-        raise ValueError(f"`figures` must be a function (results, sweep_dir) -> {{name: path}}; got {type(figures).__name__}")
+        raise ValueError(
+            "`figures` must be a function (results, sweep_dir) -> {name: path}; got"
+            f" {type(figures).__name__}"
+        )
     res = collect_results(sweep_dir)
     if res.empty:
         raise ValueError(f"no runs under {sweep_dir}")
     res = res[~res["run"].str.contains(r"\.failed-")]
     params = [c for c in res.columns if c.startswith("param/")]
     by = [c for c in params if c != "param/seed" and res[c].astype(str).nunique() > 1] or ["status"]
-    numeric = [c for c in res.columns if c not in params and c not in ("run", "status")
-               and pd.api.types.is_numeric_dtype(res[c]) and not pd.api.types.is_bool_dtype(res[c])]
+    numeric = [
+        c
+        for c in res.columns
+        if c not in params
+        and c not in ("run", "status")
+        and pd.api.types.is_numeric_dtype(res[c])
+        and not pd.api.types.is_bool_dtype(res[c])
+    ]
     metrics = metrics or numeric
     paths = {}
-    for name in ("summary.csv", "results.parquet", "results.csv"):   # none of the old tables survives beside a new
-        (sweep_dir / name).unlink(missing_ok=True)                  # one: a kill below leaves a table missing, not stale
-    atomic_write_text(sweep_dir / "results.csv", res.to_csv(index=False)); paths["results.csv"] = sweep_dir / "results.csv"
-    atomic_write_parquet(sweep_dir / "results.parquet", res.astype({c: str for c in res.columns if res[c].dtype == object}))
+    for name in (
+        "summary.csv",
+        "results.parquet",
+        "results.csv",
+    ):  # none of the old tables survives beside a new
+        (sweep_dir / name).unlink(
+            missing_ok=True
+        )  # one: a kill below leaves a table missing, not stale
+    atomic_write_text(sweep_dir / "results.csv", res.to_csv(index=False))
+    paths["results.csv"] = sweep_dir / "results.csv"
+    atomic_write_parquet(
+        sweep_dir / "results.parquet",
+        res.astype({c: str for c in res.columns if res[c].dtype == object}),
+    )
     paths["results.parquet"] = sweep_dir / "results.parquet"
     summ = summarize(res, metrics, by)
-    atomic_write_text(sweep_dir / "summary.csv", summ.to_csv()); paths["summary.csv"] = sweep_dir / "summary.csv"
+    atomic_write_text(sweep_dir / "summary.csv", summ.to_csv())
+    paths["summary.csv"] = sweep_dir / "summary.csv"
     if figures is not None:
         drawn = figures(res[res["status"] == "ok"].reset_index(drop=True), sweep_dir) or {}
         if not isinstance(drawn, dict):
-            raise ValueError(f"`figures` must return a dict of name → path; got {type(drawn).__name__}")
+            raise ValueError(
+                f"`figures` must return a dict of name → path; got {type(drawn).__name__}"
+            )
         paths.update({k: Path(v) for k, v in drawn.items()})
     return paths
