@@ -10,8 +10,18 @@
    docments, a parameter table (nbdev 2.4 writes docments as comments in the signature); nbdev's absolute doc links
    into relative ones (plain names where the target has no API entry); Quarto-only attributes dropped; `#| echo:
    false` into MyST-NB's `remove-input` tag; plotly figures into a self-drawing `div` (plotly.js is served from the
-   site itself); widget views (which need a kernel) dropped. The navigation follows the notebook numbers (the map
-   of DESIGN.md): the library notebooks, then the tutorials.
+   site itself); widget views (which need a kernel) dropped. `show_doc` prints every entry as `def Name(`, so a
+   class gets `class Name(` back, and an entry without a docstring loses the text Python lends it ("Call self as a
+   function."). The notebooks in `EXECUTE_ON_BUILD` (the architecture page, which reads the library's source) are
+   executed again on every build, so what they say is the code as it is. Every cell gets an id derived from its
+   page and position, so that an unchanged notebook gives the same source file and Sphinx skips it.
+4. The sidebar: the tutorials, then the guides (the architecture page), then the library notebooks grouped by the
+   number they start with (`SECTIONS`: the numbering rule of the architecture page), each under a readable title
+   (`TITLES`, else the start of its notebook's summary).
+
+Build outputs stay in `_build/docs/` (Sphinx's environment, the sources it reads, MyST-NB's `jupyter_execute/`),
+`_proc/` and `_docs/`, all ignored by git. A rebuild with nothing changed reprocesses no notebook (nbdev's cache by
+file time), rewrites no source and lets Sphinx read and write nothing but its indices.
 
 The site lands in `_docs/` (open `_docs/index.html`). Nothing is fetched from the network, when building or reading.
 """
@@ -19,7 +29,9 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import hashlib
+import inspect
 import html
 import json
 import os
@@ -64,12 +76,96 @@ def nbdev_process(root: Path) -> Path:
 
 def notebook_order(nbs: Path) -> list[Path]:
     """The notebooks to publish, as paths relative to `nbs`: `index`, the library notebooks in number order (the
-    table of DESIGN.md), then `tutorials/` by name. Folders starting with `_` or `.` and `results/` are skipped."""
+    numbering rule of the architecture page), then `tutorials/` by name. Folders starting with `_` or `.` and
+    `results/` are skipped."""
     lib = sorted(p.relative_to(nbs) for p in nbs.glob("*.ipynb") if not p.name.startswith(("_", ".")))
     tut = sorted(p.relative_to(nbs) for p in nbs.glob("tutorials/*.ipynb") if not p.name.startswith(("_", ".")))
     idx = [p for p in lib if p.name == "index.ipynb"]
     return idx + [p for p in lib if p.name != "index.ipynb"] + tut
 
+
+
+# The sidebar's groups of library notebooks: a notebook belongs to the last group whose first number is not above its
+# own (`04a_compute` → "Engine & compute"; a new `32_...` → "Exploration & audit"). The numbering rule (imports only
+# go down the numbers) is explained on the architecture page.
+SECTIONS = [
+    ("00", "Data & views"),
+    ("03", "Losses & models"),
+    ("04a", "Engine & compute"),
+    ("07", "Evaluation & protocol"),
+    ("10", "Strata"),
+    ("20", "Text: CLESS, CSS-LM"),
+    ("30", "Exploration & audit"),
+    ("40", "Runs & reports"),
+]
+# Readable sidebar titles of the library pages (the page keeps its notebook's `# title`, the module's name). A page
+# not listed here gets the start of its notebook's summary.
+TITLES = {
+    "core": "Core helpers", "data": "Data and label-scarcity splits", "augment": "Two-view augmentation",
+    "losses": "Contrastive losses", "reference": "Reference losses (float64)", "models": "Encoders and heads",
+    "compute": "FLOP ledger and compute", "train": "The training engine", "evaluate": "Embedding table and metrics",
+    "protocol": "The experiment protocol", "strata": "Strata, group robustness, coresets",
+    "text": "Text data and language models", "cless": "CLESS", "csslm": "CSS-LM",
+    "explore": "Exploring embeddings", "audit": "Bias audit", "runs": "Runs, sweeps and the command",
+    "report": "Results tables and figures",
+}
+TUTORIALS_CAPTION, GUIDES_CAPTION = "Tutorials", "How it fits together"
+# Notebooks executed again by every build (in memory; the source is not changed): they read the library's code
+EXECUTE_ON_BUILD = {"architecture.ipynb"}
+
+
+def _number(stem: str) -> tuple | None:
+    m = re.match(r"^(\d+)([a-z]?)_", stem + "_")
+    return (int(m.group(1)), m.group(2)) if m else None
+
+
+def section_of(rel_nb: Path) -> str:
+    """The sidebar group of a notebook: `Tutorials`, the guides (top-level notebooks without a number), or the
+    library group its number falls in (`SECTIONS`)."""
+    if rel_nb.parent == Path("tutorials"):
+        return TUTORIALS_CAPTION
+    num = _number(rel_nb.stem)
+    if num is None:
+        return GUIDES_CAPTION
+    caption = SECTIONS[0][1]
+    for start, cap in SECTIONS:
+        if _number(start) <= num:
+            caption = cap
+    return caption
+
+
+def _summary_title(summary: str, limit: int = 40) -> str:
+    "A short title from a notebook summary: up to its first colon, cut at a word before `limit` characters."
+    head = re.split(r"[:;(]", summary, maxsplit=1)[0].strip().rstrip(",.")
+    if len(head) > limit:
+        head = head[:limit].rsplit(" ", 1)[0].rstrip(",") + "…"
+    return head[:1].upper() + head[1:]
+
+
+def nav_title(page: str, title: str, summary: str = "") -> str:
+    """The sidebar title of a page: `TITLES`, else the notebook's title unless it is just the page's name (`# core`),
+    else the start of its summary."""
+    name = Path(page).name
+    if name in TITLES:
+        return TITLES[name]
+    if title and title.strip() != name:
+        return title
+    return _summary_title(summary) if summary else title or name
+
+
+def site_nav(order: list[Path], pages: dict[str, str], fronts: dict[str, dict] | None = None) -> list:
+    """The sidebar: `[(caption, [(title, page), …]), …]`: the tutorials, the guides, then the library groups in
+    number order (empty groups left out). `fronts`: each notebook's front matter (title, description)."""
+    fronts = fronts or {}
+    captions = [TUTORIALS_CAPTION, GUIDES_CAPTION] + [c for _, c in SECTIONS]
+    groups: dict[str, list] = {c: [] for c in captions}
+    for p in order:
+        if p.name == "index.ipynb" and p.parent == Path("."):
+            continue
+        fm = fronts.get(str(p), {})
+        page = pages[str(p)]
+        groups[section_of(p)].append((nav_title(page, fm.get("title", ""), fm.get("description", "")), page))
+    return [(c, groups[c]) for c in captions if groups[c]]
 
 def page_of(rel_nb: Path, front: dict | None = None) -> str:
     """The page (docname, no suffix) of a notebook: nbdev's `output-file` (`03_losses` → `losses`), in the
@@ -156,7 +252,8 @@ _SOURCE_LINK = re.compile(r"^\[source\]\(([^)\s]+)\)(\{[^}\n]*\})?\s*$", re.M)
 
 def show_doc_markdown(md: str, page: str, ctx: PageContext) -> str:
     """A `show_doc` output → Markdown for the page: an anchor `api-<name>` (nbdev's anchor, the lower-cased name,
-    behind a prefix that no heading id has) before the heading, the source link after it, the leading rule dropped."""
+    behind a prefix that no heading id has) before the heading, the source link after it, the leading rule dropped;
+    a class shown as a class; the parameter table."""
     md = md.strip()
     if md.startswith("---"):
         md = md[3:].lstrip()
@@ -164,9 +261,15 @@ def show_doc_markdown(md: str, page: str, ctx: PageContext) -> str:
     if src:
         md = (md[:src.start()] + md[src.end():]).lstrip()
     name = show_doc_anchor(md)
-    table = param_table(ctx.api.get(f"{Path(page).name}.html#{name}")) if name else None
+    full = ctx.api.get(f"{Path(page).name}.html#{name}") if name else None
+    obj = _symbol_or_none(full)
+    md = _as_class(md, obj) if inspect.isclass(obj) else md
+    if obj is not None and not inspect.isclass(obj) and getattr(obj, "__doc__", None) is None:
+        md = md.replace("\n\n*Call self as a function.*", "")   # fastcore's fallback to `__call__`'s docstring
+    table = param_table(full)
     if table:                                   # the comments in the signature become the table's Details column
-        md = _SIGNATURE.sub(lambda b: _SIG_COMMENT.sub("", b.group(0)), md, count=1).rstrip() + "\n\n" + table
+        sig = signature_block(obj)
+        md = _SIGNATURE.sub(lambda b: sig or _SIG_COMMENT.sub("", b.group(0)), md, count=1).rstrip() + "\n\n" + table
     m = _SHOW_DOC_HEAD.search(md)
     if m:
         anchor = html.escape("api-" + name, quote=True)
@@ -174,6 +277,69 @@ def show_doc_markdown(md: str, page: str, ctx: PageContext) -> str:
         md = (md[:m.start()] + f'<a id="{anchor}" class="cnb-api-anchor"></a>\n\n' + m.group(0) + after
               + md[m.end():])
     return rewrite_markdown(md, page, ctx)
+
+
+MAX_LINE = 100      # characters in a line of code on a page (the CSS fits 100 in the column)
+
+
+def signature_block(obj) -> str | None:
+    """The signature of an API entry as a code block, without the docments comments (the table shows them): on one
+    line when it fits in `MAX_LINE` characters, else one parameter a line (fastcore packs parameters without a
+    comment into lines of up to 110). `class Name(…)` for a class; None when there is no signature to show."""
+    from fastcore.docments import DocmentText
+    try:
+        dt = DocmentText(obj, maxline=MAX_LINE, docstring=False)
+        params = [fmt for fmt, _doc in dt.params]
+        ret = dt._ret_str.split(" #", 1)[0]               # `):` or `)->type:`, its comment dropped
+        ret = "):" if inspect.isclass(obj) else ret      # a constructor's `->None` says nothing
+    except Exception:
+        return None
+    head = ("class " if inspect.isclass(obj) else "async def " if inspect.iscoroutinefunction(obj) else "def ") \
+        + obj.__name__
+    one = f"{head}({', '.join(params)}{ret}"
+    if len(one) <= MAX_LINE:
+        return f"```python\n{one}\n```"
+    return "```python\n" + head + "(\n" + "".join(f"    {p},\n" for p in params) + ret + "\n```"
+
+
+def _symbol_or_none(full: str | None):
+    if not full:
+        return None
+    try:
+        return _symbol(full)
+    except Exception:
+        return None
+
+
+def _builtin_init(cls) -> bool:
+    "True when a class takes its constructor from Python itself (`object`, `Exception`, …): it has no parameters."
+    if dataclasses.is_dataclass(cls):
+        return False
+    owner = next((k for k in cls.__mro__ if "__init__" in vars(k)), object)
+    return owner.__module__ == "builtins"
+
+
+def _bases(cls) -> str:
+    return ", ".join(b.__name__ if b.__module__ == "builtins" else f"{b.__module__}.{b.__qualname__}"
+                     for b in cls.__bases__ if b is not object)
+
+
+def _as_class(md: str, cls) -> str:
+    """fastcore's signature of a class reads `def Name(…)`: `class Name(…)` instead; a class that takes Python's own
+    constructor (an exception, a hook base) shows its bases, `class NonFiniteInputError(ValueError)`, and any other
+    class with bases says them under its signature, as Sphinx's autodoc does."""
+    fence = _SIGNATURE.search(md)
+    if not fence:
+        return md
+    sig = fence.group(0)
+    bases = _bases(cls)
+    if _builtin_init(cls):
+        new = f"```python\nclass {cls.__name__}" + (f"({bases})" if bases else "") + "\n```"
+    else:
+        new = re.sub(r"^(```python\n)(async )?def ", r"\1class ", sig, count=1)
+        if bases:
+            new += f"\n\nBases: `{bases}`"
+    return md[:fence.start()] + new + md[fence.end():]
 
 
 _SIGNATURE = re.compile(r"```python\n.*?```", re.S)
@@ -210,20 +376,31 @@ def _cell(v) -> str:
     return _esc(f"`{v}`") if v != "" else ""
 
 
-def param_table(full: str | None) -> str | None:
-    """The parameter table of an API entry, from its docments (fastcore's `docments`, as nbdev's own tables were):
-    parameter, type, default, details, and the return value; None when no parameter is documented."""
-    if not full:
-        return None
-    import inspect
+def api_parameters(obj) -> tuple[dict, dict | None]:
+    """The parameters an API entry documents, as fastcore's `docments(obj, full=True)` gives them (`anno`, `default`,
+    `docment`), and its return value: a function's own, a class's constructor's (a dataclass's fields); none for a
+    class that takes Python's own constructor. `self` left out."""
     from fastcore.docments import docments
-    try:
-        dm = docments(_symbol(full), full=True)
-    except Exception:                        # not a function or class with a signature: no table
-        return None
+    if inspect.isclass(obj) and _builtin_init(obj):
+        return {}, None
+    dm = dict(docments(obj, full=True))
     dm.pop("self", None)
     ret = dm.pop("return", None)
-    if not any(v.get("docment") for v in dm.values()):
+    return dm, (None if inspect.isclass(obj) else ret)
+
+
+def param_table(full: str | None) -> str | None:
+    """The parameter table of an API entry (as nbdev's Quarto pages had): parameter, type, default, details (its
+    docments comment), and the return value; None when it has no parameter. Details left empty where a parameter
+    has no comment (tests/test_docs.py names those)."""
+    obj = _symbol_or_none(full)
+    if obj is None or not callable(obj):
+        return None
+    try:
+        dm, ret = api_parameters(obj)
+    except Exception:                        # no signature to read: no table
+        return None
+    if not dm:
         return None
 
     def anno(v):
@@ -232,7 +409,7 @@ def param_table(full: str | None) -> str | None:
 
     def default(v):
         d = v.get("default", inspect.Parameter.empty)
-        return "" if d is inspect.Parameter.empty else repr(d)
+        return "" if d is inspect.Parameter.empty else _default_text(d)
 
     rows = ["| parameter | type | default | details |", "|---|---|---|---|"]
     for name, v in dm.items():
@@ -240,6 +417,13 @@ def param_table(full: str | None) -> str | None:
     if ret and (ret.get("docment") or anno(ret)):
         rows.append(f"| **returns** | {_cell(anno(ret))} | | {_esc(ret.get('docment') or '')} |")
     return "\n".join(rows)
+
+
+def _default_text(d) -> str:
+    "A default value as the table shows it: a function or class by its name (a repr would show a memory address)."
+    if inspect.isfunction(d) or inspect.isclass(d) or inspect.isbuiltin(d):
+        return d.__name__
+    return re.sub(r" at 0x[0-9a-f]+", "", repr(d))
 
 
 def plotly_html(spec: dict, key: str) -> str:
@@ -328,9 +512,36 @@ def _write_if_changed(path: Path, text: str | bytes):
     os.replace(tmp, path)
 
 
-def toctree_cell(pages: list[str], caption: str) -> str:
-    body = "\n".join(pages)
+def execute_notebook(nb, cwd: Path):
+    """`nb` executed top to bottom in a fresh in-process IPython shell (execnb's, as `nbdev_test` runs notebooks) in
+    folder `cwd`; returns the executed copy. An error stops the build, naming the notebook's cell."""
+    from execnb.shell import CaptureShell
+    nb = copy.deepcopy(nb)
+    here = os.getcwd()
+    try:
+        shell = CaptureShell(path=cwd)
+        for c in nb.cells:
+            if c.cell_type != "code":
+                continue
+            c.outputs = [nbformat.from_dict(dict(o)) for o in (shell.run(c.source) or [])]
+            errs = [o for o in c.outputs if o.get("output_type") == "error"]
+            if errs:
+                raise RuntimeError(f"executing a notebook for the docs failed in the cell\n{c.source}\n"
+                                   f"{errs[0].get('ename')}: {errs[0].get('evalue')}")
+    finally:
+        os.chdir(here)
+    return nb
+
+
+def toctree_cell(entries: list[tuple[str, str]], caption: str) -> str:
+    "A hidden toctree (one sidebar group) of `(title, page)` entries."
+    body = "\n".join(f"{_toctree_title(t)} <{p}>" for t, p in entries)
     return f"```{{toctree}}\n:hidden:\n:caption: {caption}\n:maxdepth: 1\n\n{body}\n```\n"
+
+
+def _toctree_title(title: str) -> str:
+    "A title for a toctree entry: `<` would start the target, and a title is one line."
+    return " ".join(title.replace("`", "").replace("<", "‹").replace(">", "›").split())
 
 
 def sphinx_sources(proc: Path, nbs: Path, src: Path, doc_url: str, lib: Path | None = None) -> dict[str, str]:
@@ -340,7 +551,10 @@ def sphinx_sources(proc: Path, nbs: Path, src: Path, doc_url: str, lib: Path | N
     if missing:
         raise RuntimeError(f"nbdev's processing produced no {missing} in {proc}")
     nbs_read = {str(p): nbformat.read(proc / p, as_version=4) for p in order}
-    pages = {k: page_of(Path(k), _front_matter(nb)) for k, nb in nbs_read.items()}
+    for k in EXECUTE_ON_BUILD & set(nbs_read):
+        nbs_read[k] = execute_notebook(nbs_read[k], nbs / Path(k).parent)
+    fronts = {k: _front_matter(nb) for k, nb in nbs_read.items()}
+    pages = {k: page_of(Path(k), fronts[k]) for k in nbs_read}
     dup = {v for v in pages.values() if list(pages.values()).count(v) > 1}
     if dup:
         raise RuntimeError(f"two notebooks would publish to the same page: {sorted(dup)}")
@@ -352,11 +566,10 @@ def sphinx_sources(proc: Path, nbs: Path, src: Path, doc_url: str, lib: Path | N
     for k, nb in nbs_read.items():
         out = rewrite_notebook(nb, Path(k), ctx)
         if k == "index.ipynb":
-            lib = [pages[str(p)] for p in order if p.parent == Path(".") and p.name != "index.ipynb"]
-            tut = [pages[str(p)] for p in order if p.parent == Path("tutorials")]
-            out.cells.append(nbformat.v4.new_markdown_cell(toctree_cell(lib, "Library")))
-            if tut:
-                out.cells.append(nbformat.v4.new_markdown_cell(toctree_cell(tut, "Tutorials")))
+            for caption, entries in site_nav(order, pages, fronts):
+                out.cells.append(nbformat.v4.new_markdown_cell(toctree_cell(entries, caption)))
+        for i, c in enumerate(out.cells):            # ids from the position: the same notebook, the same file
+            c.id = f"cell-{i}"
         dest = src / (pages[k] + ".ipynb")
         _write_if_changed(dest, nbformat.writes(out))
         wanted.add(dest)
@@ -398,14 +611,47 @@ def build(root: Path = ROOT, out: Path | None = None, builder: str = "auto", job
     t1 = time.time()
     work = root / "_build" / "docs"
     src = work / "src"
+    work.mkdir(parents=True, exist_ok=True)
     if str(root) not in sys.path:            # the API tables read the docments of this checkout's library
         sys.path.insert(0, str(root))
+    lib = root / cfg.get("lib_path", "contrastive_nb")
+    stamp, digest = work / "inputs.sha256", inputs_digest(root, proc, lib, out)
+    if (out / "index.html").exists() and stamp.exists() and stamp.read_text() == digest:
+        if not quiet:
+            print(f"nbdev processing {t1 - t0:.1f} s; nothing else changed since the last build (delete "
+                  f"{stamp.relative_to(root)} to render again)")
+        return out
+    stamp.unlink(missing_ok=True)
     sphinx_sources(proc, root / cfg.get("nbs_path", "nbs"), src,
-                   cfg.get("doc_host", "") + cfg.get("doc_baseurl", ""), root / cfg.get("lib_path", "contrastive_nb"))
+                   cfg.get("doc_host", "") + cfg.get("doc_baseurl", ""), lib)
+    t2 = time.time()
     build_sphinx(src, out, work / "doctrees", jobs, quiet)
+    stamp.write_text(digest)
     if not quiet:
-        print(f"nbdev processing {t1 - t0:.1f} s, Sphinx {time.time() - t1:.1f} s")
+        print(f"nbdev processing {t1 - t0:.1f} s, sources {t2 - t1:.1f} s, Sphinx {time.time() - t2:.1f} s")
     return out
+
+
+def inputs_digest(root: Path, proc: Path, lib: Path, out: Path) -> str:
+    """SHA-256 of everything a build renders from: nbdev's processed notebooks and their files, the library (API
+    tables), the tests and settings (the architecture page reads them), this script, the Sphinx configuration and its
+    static files, the versions of Sphinx, MyST-NB and Furo, and the output folder. Equal digests: the same site."""
+    import importlib.metadata as md
+    h = hashlib.sha256()
+    files = [p for base in (proc, lib, root / "tests", DOCS) if base.is_dir() for p in base.rglob("*")
+             if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+             and not (base == root / "tests" and "artifacts" in p.relative_to(base).parts)]
+    files += [root / "settings.ini"]
+    for f in sorted(files):
+        h.update(str(f.relative_to(root) if f.is_relative_to(root) else f).encode() + b"\0")
+        h.update(hashlib.sha256(f.read_bytes()).digest() if f.exists() else b"-")
+    for dist in ("sphinx", "myst-nb", "furo", "nbdev", "fastcore"):
+        try:
+            h.update(f"{dist}=={md.version(dist)}".encode())
+        except md.PackageNotFoundError:
+            h.update(dist.encode())
+    h.update(str(out).encode())
+    return h.hexdigest()
 
 
 def build_quarto(root: Path, out: Path, jobs: int) -> Path:

@@ -88,7 +88,17 @@ def _page_assets(app, pagename, templatename, context, doctree):
         app.add_js_file("cnb-plotly.js")
 
 
+def _output_folder(app):
+    """MyST-NB writes the images of outputs into `<site>/../jupyter_execute`, the project root when the site is
+    `_docs/`; into the build folder beside the doctrees instead (`_build/docs/jupyter_execute`), after MyST-NB has
+    made its configuration (a later priority on the same event)."""
+    cfg = getattr(app.env, "mystnb_config", None)
+    if cfg is not None:
+        app.env.mystnb_config = cfg.copy(output_folder=str(Path(app.doctreedir).parent / "jupyter_execute"))
+
+
 def setup(app):
+    app.connect("builder-inited", _output_folder, priority=900)
     app.connect("html-page-context", _page_assets)
     app.connect("build-finished", _copy_assets)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
