@@ -17,24 +17,49 @@ __all__ = ['ENCODERS', 'SmallConvNet', 'resnet_cifar', 'vit_small', 'build_encod
 # %% ../nbs/04_models.ipynb #2012742c
 class SmallConvNet(nn.Module):
     "Conv encoder for small images: `(B, C, H, W)` → `(B, width·4)`."
-    def __init__(self,
-                 in_channels: int = 1,  # image channels (1 for the digits)
-                 width: int = 32,       # channels of the first block; the features have 4 × `width`
-                 ):
+
+    def __init__(
+        self,
+        in_channels: int = 1,  # image channels (1 for the digits)
+        width: int = 32,  # channels of the first block; the features have 4 × `width`
+    ):
         super().__init__()
-        check_int("in_channels", in_channels, 1); check_int("width", width, 1)
-        def block(i, o): return [nn.Conv2d(i, o, 3, padding=1, bias=False), nn.BatchNorm2d(o), nn.ReLU(inplace=True)]
-        self.net = nn.Sequential(*block(in_channels, width), *block(width, 2 * width), nn.MaxPool2d(2),
-                                 *block(2 * width, 4 * width), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+        check_int("in_channels", in_channels, 1)
+        check_int("width", width, 1)
+
+        def block(i, o):
+            return [
+                nn.Conv2d(i, o, 3, padding=1, bias=False),
+                nn.BatchNorm2d(o),
+                nn.ReLU(inplace=True),
+            ]
+
+        self.net = nn.Sequential(
+            *block(in_channels, width),
+            *block(width, 2 * width),
+            nn.MaxPool2d(2),
+            *block(2 * width, 4 * width),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+        )
         self.feature_dim = 4 * width
-    def forward(self, x): return self.net(x)
+
+    def forward(
+        self,
+        x: torch.Tensor,  # (B, in_channels, H, W) float images
+    ) -> torch.Tensor:  # (B, 4·width) features
+        "Features of a batch of images: three conv–BN–ReLU blocks, then global average pooling."
+        return self.net(x)
+
 
 def resnet_cifar(
-    depth: int = 18,       # 18 or 50
+    depth: int = 18,  # 18 or 50
     in_channels: int = 3,  # image channels
-) -> nn.Module:            # `(B, C, H, W)` → `(B, feature_dim)`; `.feature_dim` is 512 (ResNet-18) or 2048 (ResNet-50)
-    "torchvision ResNet-18/50 with the CIFAR stem (3×3 stride-1 first conv, no max-pool) and no classifier."
+) -> nn.Module:  # `(B, C, H, W)` → `(B, feature_dim)`; 512 (ResNet-18) or 2048 (ResNet-50) features
+    """torchvision ResNet-18/50 with the CIFAR stem (3×3 stride-1 first conv, no max-pool) and no
+    classifier."""
     import torchvision
+
     check_choice("depth", depth, [18, 50])
     net = getattr(torchvision.models, f"resnet{depth}")(weights=None)
     net.conv1 = nn.Conv2d(in_channels, 64, kernel_size=3, stride=1, padding=1, bias=False)
@@ -43,40 +68,63 @@ def resnet_cifar(
     net.fc = nn.Identity()
     return net
 
+
 def vit_small(
     image_size: int = 32,  # side of the (square) input images; a multiple of `patch_size`
-    patch_size: int = 4,   # side of the patches (*Perfectly Balanced* §5.1: 4×4)
-    layers: int = 7,       # transformer blocks (§5.1: 7)
-    dim: int = 256,        # width of the tokens and of the features; a multiple of `heads`
-    heads: int = 4,        # attention heads
-    mlp_dim: int = 512,    # hidden width of each block's MLP
+    patch_size: int = 4,  # side of the patches (*Perfectly Balanced* §5.1: 4×4)
+    layers: int = 7,  # transformer blocks (§5.1: 7)
+    dim: int = 256,  # width of the tokens and of the features; a multiple of `heads`
+    heads: int = 4,  # attention heads
+    mlp_dim: int = 512,  # hidden width of each block's MLP
     in_channels: int = 3,  # image channels
-) -> nn.Module:            # `(B, C, image_size, image_size)` → `(B, dim)`, the class-token output
-    "torchvision's `VisionTransformer` without its classifier (`.feature_dim` = `dim`, the class-token output)."
+) -> nn.Module:  # `(B, C, image_size, image_size)` → `(B, dim)`, the class-token output
+    """torchvision's `VisionTransformer` without its classifier (`.feature_dim` = `dim`, the
+    class-token output)."""
     from torchvision.models import VisionTransformer
-    for n, v in [("image_size", image_size), ("patch_size", patch_size), ("layers", layers), ("dim", dim),
-                 ("heads", heads), ("mlp_dim", mlp_dim), ("in_channels", in_channels)]: check_int(n, v, 1)
+
+    for n, v in [
+        ("image_size", image_size),
+        ("patch_size", patch_size),
+        ("layers", layers),
+        ("dim", dim),
+        ("heads", heads),
+        ("mlp_dim", mlp_dim),
+        ("in_channels", in_channels),
+    ]:
+        check_int(n, v, 1)
     if image_size % patch_size:
-        raise ValueError(f"`image_size` ({image_size}) must be a multiple of `patch_size` ({patch_size})")
+        raise ValueError(
+            f"`image_size` ({image_size}) must be a multiple of `patch_size` ({patch_size})"
+        )
     if dim % heads:
         raise ValueError(f"`dim` ({dim}) must be a multiple of `heads` ({heads})")
-    net = VisionTransformer(image_size=image_size, patch_size=patch_size, num_layers=layers, num_heads=heads,
-                            hidden_dim=dim, mlp_dim=mlp_dim)
+    net = VisionTransformer(
+        image_size=image_size,
+        patch_size=patch_size,
+        num_layers=layers,
+        num_heads=heads,
+        hidden_dim=dim,
+        mlp_dim=mlp_dim,
+    )
     if in_channels != 3:
         net.conv_proj = nn.Conv2d(in_channels, dim, kernel_size=patch_size, stride=patch_size)
     net.heads = nn.Identity()
     net.feature_dim = dim
     return net
 
-ENCODERS = {"small_conv": lambda in_channels: SmallConvNet(in_channels),
-            "resnet18": lambda in_channels: resnet_cifar(18, in_channels),
-            "resnet50": lambda in_channels: resnet_cifar(50, in_channels),
-            "vit7": lambda in_channels: vit_small(in_channels=in_channels)}
+
+ENCODERS = {
+    "small_conv": lambda in_channels: SmallConvNet(in_channels),
+    "resnet18": lambda in_channels: resnet_cifar(18, in_channels),
+    "resnet50": lambda in_channels: resnet_cifar(50, in_channels),
+    "vit7": lambda in_channels: vit_small(in_channels=in_channels),
+}
+
 
 def build_encoder(
-    name: str,             # a key of `ENCODERS`: "small_conv", "resnet18", "resnet50" or "vit7"
+    name: str,  # a key of `ENCODERS`: "small_conv", "resnet18", "resnet50" or "vit7"
     in_channels: int = 3,  # image channels
-) -> nn.Module:            # the encoder, with `.feature_dim`
+) -> nn.Module:  # the encoder, with `.feature_dim`
     "An encoder by `name` (see `ENCODERS`)."
     check_choice("name", name, list(ENCODERS))
     return ENCODERS[name](check_int("in_channels", in_channels, 1))
@@ -84,48 +132,81 @@ def build_encoder(
 # %% ../nbs/04_models.ipynb #10e9ecac
 class ProjectionHead(nn.Module):
     "MLP `in_dim → hidden_dim → out_dim` (Linear–BN–ReLU–Linear)."
-    def __init__(self,
-                 in_dim: int,              # width of the encoder's features (`encoder.feature_dim`)
-                 hidden_dim: int = 2048,   # width of the hidden layer (suncet.txt §4: 2048)
-                 out_dim: int = 128,       # width of the projections the loss sees (suncet.txt §4: 128)
-                 ):
+
+    def __init__(
+        self,
+        in_dim: int,  # width of the encoder's features (`encoder.feature_dim`)
+        hidden_dim: int = 2048,  # width of the hidden layer (SuNCEt paper §4: 2048)
+        out_dim: int = 128,  # width of the projections the loss sees (SuNCEt paper §4: 128)
+    ):
         super().__init__()
-        for n, v in [("in_dim", in_dim), ("hidden_dim", hidden_dim), ("out_dim", out_dim)]: check_int(n, v, 1)
-        self.net = nn.Sequential(nn.Linear(in_dim, hidden_dim, bias=False), nn.BatchNorm1d(hidden_dim),
-                                 nn.ReLU(inplace=True), nn.Linear(hidden_dim, out_dim))
+        for n, v in [("in_dim", in_dim), ("hidden_dim", hidden_dim), ("out_dim", out_dim)]:
+            check_int(n, v, 1)
+        self.net = nn.Sequential(
+            nn.Linear(in_dim, hidden_dim, bias=False),
+            nn.BatchNorm1d(hidden_dim),
+            nn.ReLU(inplace=True),
+            nn.Linear(hidden_dim, out_dim),
+        )
         self.out_dim = out_dim
-    def forward(self, h): return self.net(h)
+
+    def forward(
+        self,
+        h: torch.Tensor,  # (B, in_dim) encoder features
+    ) -> torch.Tensor:  # (B, out_dim) projections
+        "Project features to the space the contrastive loss sees."
+        return self.net(h)
+
 
 class LinearClassifier(nn.Module):
     "A linear layer on features; `zero_init=True` starts weights and bias at zero."
-    def __init__(self,
-                 in_dim: int,             # width of the features
-                 n_classes: int,          # number of classes (at least 2)
-                 zero_init: bool = True,  # start weights and bias at zero (a probe then starts from uniform scores)
-                 ):
+
+    def __init__(
+        self,
+        in_dim: int,  # width of the features
+        n_classes: int,  # number of classes (at least 2)
+        zero_init: bool = True,  # start weights and bias at zero: a probe starts at uniform scores
+    ):
         super().__init__()
         self.fc = nn.Linear(check_int("in_dim", in_dim, 1), check_int("n_classes", n_classes, 2))
         if zero_init:
-            nn.init.zeros_(self.fc.weight); nn.init.zeros_(self.fc.bias)
-    def forward(self, h): return self.fc(h)
+            nn.init.zeros_(self.fc.weight)
+            nn.init.zeros_(self.fc.bias)
+
+    def forward(
+        self,
+        h: torch.Tensor,  # (B, in_dim) features
+    ) -> torch.Tensor:  # (B, n_classes) logits
+        "Class logits of a batch of features."
+        return self.fc(h)
+
 
 class ContrastiveModel(nn.Module):
     """An encoder, a projection head and optionally a classifier on the features.
 
-    `forward(x)` returns `(h, z)` — features and projections — or `(h, z, logits)` with a `classifier`.
-    `detach_classifier=True` stops the classifier's gradient at the features (an online linear probe); False trains
-    encoder and classifier jointly, as *Perfectly Balanced* §5.1 does for its ViT ("we jointly optimize the
-    contrastive loss with a cross entropy loss head")."""
-    def __init__(self,
-                 encoder: nn.Module,                 # images → features `h`, with `.feature_dim`
-                 head: nn.Module,                    # features → projections `z` (e.g. `ProjectionHead`)
-                 classifier: nn.Module | None = None,  # features → logits, trained beside the contrastive loss
-                 detach_classifier: bool = False,    # stop the classifier's gradient at the features (online probe)
-                 ):
+    `forward(x)` returns `(h, z)` — features and projections — or `(h, z, logits)` with a
+    `classifier`. `detach_classifier=True` stops the classifier's gradient at the features (an
+    online linear probe); False trains encoder and classifier jointly, as *Perfectly Balanced*
+    §5.1 does for its ViT ("we jointly optimize the contrastive loss with a cross entropy loss
+    head")."""
+
+    def __init__(
+        self,
+        encoder: nn.Module,  # images → features `h`, with `.feature_dim`
+        head: nn.Module,  # features → projections `z` (e.g. `ProjectionHead`)
+        classifier: nn.Module | None = None,  # features → logits, trained with the contrastive loss
+        detach_classifier: bool = False,  # stop the classifier's gradient at `h` (an online probe)
+    ):
         super().__init__()
         self.encoder, self.head, self.classifier = encoder, head, classifier
         self.detach_classifier = bool(detach_classifier)
-    def forward(self, x):
+
+    def forward(
+        self,
+        x: torch.Tensor,  # a batch of images, as `encoder` takes them
+    ) -> tuple:  # `(h, z)`, or `(h, z, logits)` with a classifier
+        """Features `h = encoder(x)`, projections `z = head(h)` and, with a classifier, its logits
+        on `h` (detached when `detach_classifier`)."""
         h = self.encoder(x)
         if self.classifier is None:
             return h, self.head(h)
