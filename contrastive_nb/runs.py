@@ -115,7 +115,9 @@ def coerce_value(
     v = v if isinstance(v, (bool, int, float, list, dict)) or v is None else text
     if type_name == "float" and isinstance(v, str):
         with contextlib.suppress(ValueError):
-            return float(text)  # nan, inf, -inf, infinity: refused later unless the default is
+            # nan, inf, -inf, infinity: `check_parameters` refuses them unless the notebook's default
+            # is non-finite too
+            return float(text)
     return v
 
 # %% ../nbs/40_runs.ipynb #1c15b9e1
