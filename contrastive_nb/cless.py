@@ -16,136 +16,253 @@ from torch import nn
 from .core import batched_inference, check_int, check_range
 from .losses import binary_nce
 from .train import fit_epochs
-from .text import Vocab, feature_rows, freeze_bottom, load_plm, plm_features, plm_hidden, tag_words
+from contrastive_nb.text import (
+    Vocab,
+    feature_rows,
+    freeze_bottom,
+    load_plm,
+    plm_features,
+    plm_hidden,
+    tag_words,
+)
 
 # %% auto #0
 __all__ = ['kmax_pool', 'CLESS', 'sample_pseudo_labels', 'sample_real_labels', 'score_tags', 'train_cless', 'zero_r_scores',
            'tag_overlap_scores', 'mean_word_vectors', 'cosine_scores', 'PLMTagger', 'score_plm', 'train_plm_tagger']
 
 # %% ../nbs/21_cless.ipynb #bc5f8f9e
-def kmax_pool(x: torch.Tensor, k: int) -> torch.Tensor:
-    "The `k` largest values of `x: (B, C, S)` along S, kept in their original order: `(B, C, k)` (S < k is padded with 0)."
+def kmax_pool(
+    x: torch.Tensor,  # (B, C, S) activations
+    k: int,  # values kept per channel
+) -> torch.Tensor:  # (B, C, k) the k largest values per channel, in sequence order
+    """The `k` largest values of `x: (B, C, S)` along S, kept in their original order: `(B, C, k)`
+    (S < k is padded with 0)."""
     if x.shape[-1] < k:
         x = F.pad(x, (0, k - x.shape[-1]))
     idx = x.topk(k, dim=-1).indices.sort(dim=-1).values
     return x.gather(-1, idx)
 
+
 class CLESS(nn.Module):
-    "Text-to-label embedding matcher (see the table above). `embeddings`: optional `(vocab, dim)` initial E."
-    def __init__(self, vocab_size: int, dim: int = 100, filters: int = 100, kernel: int = 3, k: int = 3,
-                 hidden: int = 128, matcher_hidden: int = 256, dropout: float = 0.2, embeddings=None):
+    """Text-to-label embedding matcher: a shared word embedding E; a text encoder T (convolution,
+    k-max pooling, fully connected); a label encoder L (mean of a label's word embeddings, fully
+    connected); a matcher M (dropout, 3-layer MLP) scoring each (text, label) pair with one
+    logit."""
+
+    def __init__(
+        self,
+        vocab_size: int,  # rows of the shared word embedding E (id 0 is padding)
+        dim: int = 100,  # width of E
+        filters: int = 100,  # convolution filters of the text encoder
+        kernel: int = 3,  # odd convolution width (the text length is kept)
+        k: int = 3,  # activations kept per filter by k-max pooling
+        hidden: int = 128,  # width h of the text and label encodings
+        matcher_hidden: int = 256,  # width of the matcher's two hidden layers
+        dropout: float = 0.2,  # dropout on each (text, label) pair, in [0, 1)
+        embeddings=None,  # (vocab_size, dim) initial E (e.g. fastText); None: random
+    ):
         super().__init__()
-        for n, v in [("vocab_size", vocab_size), ("dim", dim), ("filters", filters), ("kernel", kernel), ("k", k),
-                     ("hidden", hidden), ("matcher_hidden", matcher_hidden)]:
+        for n, v in [
+            ("vocab_size", vocab_size),
+            ("dim", dim),
+            ("filters", filters),
+            ("kernel", kernel),
+            ("k", k),
+            ("hidden", hidden),
+            ("matcher_hidden", matcher_hidden),
+        ]:
             check_int(n, v, 1)
         check_range("dropout", dropout, 0, 1, high_inclusive=False)
         if kernel % 2 == 0:
-            raise ValueError(f"`kernel` must be odd (the convolution keeps the text length); got {kernel}")
+            raise ValueError(
+                f"`kernel` must be odd (the convolution keeps the text length); got {kernel}"
+            )
         self.E = nn.Embedding(vocab_size, dim, padding_idx=0)
         if embeddings is not None:
             emb = torch.as_tensor(np.asarray(embeddings), dtype=torch.float32)
             if emb.shape != (vocab_size, dim):
-                raise ValueError(f"`embeddings` must have shape ({vocab_size}, {dim}); got {tuple(emb.shape)}")
+                raise ValueError(
+                    f"`embeddings` must have shape ({vocab_size}, {dim}); got {tuple(emb.shape)}"
+                )
             with torch.no_grad():
-                self.E.weight.copy_(emb); self.E.weight[0].zero_()
+                self.E.weight.copy_(emb)
+                self.E.weight[0].zero_()
         self.k = k
         self.conv = nn.Conv1d(dim, filters, kernel, padding=kernel // 2)
         self.text_fc = nn.Linear(filters * k, hidden)
         self.label_fc = nn.Linear(dim, hidden)
-        self.matcher = nn.Sequential(nn.Dropout(dropout), nn.Linear(2 * hidden, matcher_hidden), nn.ReLU(),
-                                     nn.Linear(matcher_hidden, matcher_hidden), nn.ReLU(), nn.Linear(matcher_hidden, 1))
+        self.matcher = nn.Sequential(
+            nn.Dropout(dropout),
+            nn.Linear(2 * hidden, matcher_hidden),
+            nn.ReLU(),
+            nn.Linear(matcher_hidden, matcher_hidden),
+            nn.ReLU(),
+            nn.Linear(matcher_hidden, 1),
+        )
 
-    def encode_text(self, texts: torch.Tensor) -> torch.Tensor:
+    def encode_text(
+        self,
+        texts: torch.Tensor,  # (B, S) word ids, 0 pads
+    ) -> torch.Tensor:  # (B, hidden) text encodings
         "T(E(w_i)): `(B, S)` word ids → `(B, hidden)`."
-        x = self.E(texts).transpose(1, 2)                       # (B, dim, S)
+        x = self.E(texts).transpose(1, 2)  # (B, dim, S)
         h = self.conv(x)
         h = h.masked_fill((texts == 0)[:, None, :], float("-inf"))  # padding never wins the k-max
         h = kmax_pool(h, self.k)
-        h = torch.where(torch.isfinite(h), h, torch.zeros_like(h))   # texts shorter than k
+        h = torch.where(torch.isfinite(h), h, torch.zeros_like(h))  # texts shorter than k
         return self.text_fc(F.relu(h).flatten(1))
 
-    def encode_labels(self, labels: torch.Tensor) -> torch.Tensor:
-        "L(E(w°)): `(..., w)` word ids of each label → `(..., hidden)` (mean over the label's non-pad words)."
+    def encode_labels(
+        self,
+        labels: torch.Tensor,  # (..., w) word ids of each label, 0 pads
+    ) -> torch.Tensor:  # (..., hidden) label encodings
+        """L(E(w°)): `(..., w)` word ids of each label → `(..., hidden)` (mean over the label's
+        non-pad words)."""
         m = (labels != 0).unsqueeze(-1).float()
         mean = (self.E(labels) * m).sum(-2) / m.sum(-2).clamp(min=1)
         return self.label_fc(mean)
 
-    def match(self, t: torch.Tensor, l: torch.Tensor) -> torch.Tensor:
-        "Matcher logits for text encodings `t: (B, h)` against label encodings `l: (B, c, h)` or `(c, h)`: `(B, c)`."
+    def match(
+        self,
+        t: torch.Tensor,  # (B, h) text encodings
+        l: torch.Tensor,  # (B, c, h) per-text label encodings, or (c, h) shared by every text
+    ) -> torch.Tensor:  # (B, c) matcher logits
+        """Matcher logits for text encodings `t: (B, h)` against label encodings `l: (B, c, h)` or
+        `(c, h)`: `(B, c)`."""
         if l.dim() == 2:
             l = l.unsqueeze(0).expand(t.shape[0], -1, -1)
-        pairs = torch.cat([t.unsqueeze(1).expand(-1, l.shape[1], -1), l], dim=-1)   # (B, c, 2h): Eq. 4
+        # (B, c, 2h): Eq. 4
+        pairs = torch.cat([t.unsqueeze(1).expand(-1, l.shape[1], -1), l], dim=-1)
         return self.matcher(pairs).squeeze(-1)
 
-    def forward(self, texts: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self,
+        texts: torch.Tensor,  # (B, S) word ids, 0 pads
+        labels: torch.Tensor,  # (B, c, w) word ids of each text's c labels, or (c, w) for all
+    ) -> torch.Tensor:  # (B, c) matcher logits
+        "Match each text against its labels: `match(encode_text(texts), encode_labels(labels))`."
         return self.match(self.encode_text(texts), self.encode_labels(labels))
 
 # %% ../nbs/21_cless.ipynb #6900cac6
-def sample_pseudo_labels(texts: torch.Tensor, n_labels: int, generator: np.random.Generator,
-                         exclude=()) -> tuple:
-    "g = b = n_labels/2 positive words from each text and negative words from the batch's other texts (Eq. 0)."
+def sample_pseudo_labels(
+    texts: torch.Tensor,  # (B, S) word ids of the batch, 0 pads
+    n_labels: int,  # pseudo labels per text, g + b (≥ 2)
+    generator: np.random.Generator,  # numpy random generator
+    exclude=(),  # word ids never used as labels (e.g. stop words)
+) -> tuple:  # (labels (B, c, 1) word ids, targets (B, c), mask (B, c))
+    """g = b = n_labels/2 positive words from each text and negative words from the batch's other
+    texts (Eq. 0)."""
     check_int("n_labels", n_labels, 2)
-    g = n_labels // 2; b = n_labels - g
+    g = n_labels // 2
+    b = n_labels - g
     ids = texts.cpu().numpy()
     banned = {0, 1, *map(int, exclude)}
     words = [np.array(sorted(set(row.tolist()) - banned), dtype=np.int64) for row in ids]
     batch_words = np.unique(np.concatenate(words)) if words else np.zeros(0, np.int64)
     B = len(words)
-    labels = np.zeros((B, g + b), np.int64); targets = np.zeros((B, g + b), np.float32); mask = np.zeros((B, g + b), bool)
+    labels = np.zeros((B, g + b), np.int64)
+    targets = np.zeros((B, g + b), np.float32)
+    mask = np.zeros((B, g + b), bool)
     for i, w in enumerate(words):
         pos = generator.choice(w, size=min(g, len(w)), replace=False) if len(w) else w
         pool = np.setdiff1d(batch_words, w, assume_unique=True)
         neg = generator.choice(pool, size=min(b, len(pool)), replace=False) if len(pool) else pool
-        labels[i, :len(pos)] = pos; targets[i, :len(pos)] = 1; mask[i, :len(pos)] = True
-        labels[i, g:g + len(neg)] = neg; mask[i, g:g + len(neg)] = True
+        labels[i, : len(pos)] = pos
+        targets[i, : len(pos)] = 1
+        mask[i, : len(pos)] = True
+        labels[i, g : g + len(neg)] = neg
+        mask[i, g : g + len(neg)] = True
     return torch.from_numpy(labels).unsqueeze(-1), torch.from_numpy(targets), torch.from_numpy(mask)
 
 # %% ../nbs/21_cless.ipynb #3077d0ca
-def sample_real_labels(y: np.ndarray, n_negatives: int, generator: np.random.Generator) -> tuple:
-    "For multi-hot `y: (B, T)`: tag indices `(B, c)`, targets and mask — all positives, `n_negatives` sampled negatives."
+def sample_real_labels(
+    y: np.ndarray,  # (B, T) multi-hot tags of the batch
+    n_negatives: int,  # negative tags sampled per text
+    generator: np.random.Generator,  # numpy random generator
+) -> tuple:  # (tag indices (B, c), targets (B, c), mask (B, c))
+    """For multi-hot `y: (B, T)`: tag indices `(B, c)`, targets and mask — all positives,
+    `n_negatives` sampled negatives."""
     check_int("n_negatives", n_negatives, 1)
     y = np.asarray(y, bool)
     g = max(int(y.sum(1).max()), 1)
     B, T = y.shape
-    idx = np.zeros((B, g + n_negatives), np.int64); tgt = np.zeros(idx.shape, np.float32); msk = np.zeros(idx.shape, bool)
+    idx = np.zeros((B, g + n_negatives), np.int64)
+    tgt = np.zeros(idx.shape, np.float32)
+    msk = np.zeros(idx.shape, bool)
     for i in range(B):
-        pos = np.flatnonzero(y[i]); neg_pool = np.flatnonzero(~y[i])
+        pos = np.flatnonzero(y[i])
+        neg_pool = np.flatnonzero(~y[i])
         neg = generator.choice(neg_pool, size=min(n_negatives, len(neg_pool)), replace=False)
-        idx[i, :len(pos)] = pos; tgt[i, :len(pos)] = 1; msk[i, :len(pos)] = True
-        idx[i, g:g + len(neg)] = neg; msk[i, g:g + len(neg)] = True
+        idx[i, : len(pos)] = pos
+        tgt[i, : len(pos)] = 1
+        msk[i, : len(pos)] = True
+        idx[i, g : g + len(neg)] = neg
+        msk[i, g : g + len(neg)] = True
     return torch.from_numpy(idx), torch.from_numpy(tgt), torch.from_numpy(msk)
 
 # %% ../nbs/21_cless.ipynb #bcc8f064
-def score_tags(model: CLESS, texts: torch.Tensor, label_words: torch.Tensor, batch_size: int = 256) -> np.ndarray:
-    "Match probabilities `(n, T)` of every text against every tag (`label_words: (T, w)`), through `core.batched_inference`."
+def score_tags(
+    model: CLESS,  # a CLESS model
+    texts: torch.Tensor,  # (n, S) word ids
+    label_words: torch.Tensor,  # (T, w) word ids of each tag's name
+    batch_size: int = 256,  # texts per forward pass
+) -> np.ndarray:  # (n, T) match probabilities in [0, 1]
+    """Match probabilities `(n, T)` of every text against every tag (`label_words: (T, w)`),
+    through `core.batched_inference`."""
     dev, labels = next(model.parameters()).device, {}
+
     def scores(idx):
-        if "l" not in labels:                                   # every tag encoded once, in eval mode
+        # every tag encoded once, in eval mode
+        if "l" not in labels:
             labels["l"] = model.encode_labels(label_words.to(dev))
-        return torch.sigmoid(model.match(model.encode_text(texts[torch.from_numpy(idx)].to(dev)), labels["l"]))
+        return torch.sigmoid(
+            model.match(model.encode_text(texts[torch.from_numpy(idx)].to(dev)), labels["l"])
+        )
+
     return batched_inference(model, scores, len(texts), batch_size).numpy()
+
 
 def _dev_ap(y, scores) -> dict:
     from contrastive_nb.evaluate import ap_scores
+
     ap = ap_scores(y, scores)
     return {"dev_ap_micro": ap["micro"], "dev_ap_macro": ap["macro"]}
 
-def train_cless(model: CLESS, texts: torch.Tensor, mode: str = "pseudo", y=None, label_words=None,
-                n_labels: int = 150, n_negatives: int = 20, epochs: int = 5, batch_size: int = 64, lr: float = 1e-3,
-                seed: int = 0, dev: tuple | None = None, exclude=(), freeze_embeddings: bool = False, log=None) -> dict:
-    """Train in place with the binary NCE (Eq. 6); returns `{'history': [...], 'seconds': …, 'best_epoch': …}`.
 
-    `mode="pseudo"`: `n_labels` pseudo labels per text. `mode="real"`: `y (n, T)` multi-hot and `label_words (T, w)`;
-    all positives and `n_negatives` negatives per text. `dev=(texts, y, label_words)` picks the best epoch by AP micro.
-    `exclude`: word ids never used as pseudo labels (e.g. stop words). `freeze_embeddings` keeps E (e.g. fastText) fixed."""
+def train_cless(
+    model: CLESS,  # a CLESS model, trained in place
+    texts: torch.Tensor,  # (n, S) word ids of the training texts
+    mode: str = "pseudo",  # `'pseudo'` (self-supervised pseudo labels) or `'real'` (the tags `y`)
+    y=None,  # (n, T) multi-hot tags; needed for `mode='real'`
+    label_words=None,  # (T, w) word ids of each tag's name; needed for `mode='real'`
+    n_labels: int = 150,  # pseudo labels per text (`mode='pseudo'`)
+    n_negatives: int = 20,  # negative tags per text (`mode='real'`)
+    epochs: int = 5,  # passes over the texts
+    batch_size: int = 64,  # texts per Adam step
+    lr: float = 1e-3,  # Adam learning rate
+    seed: int = 0,  # seed of the initialisation and sampling
+    dev: tuple | None = None,  # `(texts, y, label_words)` of a dev set: keep its best-AP epoch
+    exclude=(),  # word ids never used as pseudo labels (e.g. stop words)
+    freeze_embeddings: bool = False,  # keep E fixed (e.g. fastText vectors)
+    log=None,  # called with each epoch's record (e.g. `print`); None: silent
+) -> dict:  # {'history': [...], 'seconds': …, 'best_epoch': …}
+    """Train in place with the binary NCE (Eq. 6); returns `{'history': [...], 'seconds': …,
+    'best_epoch': …}`.
+
+    `mode="pseudo"`: `n_labels` pseudo labels per text. `mode="real"`: `y (n, T)` multi-hot and
+    `label_words (T, w)`; all positives and `n_negatives` negatives per text. `dev=(texts, y,
+    label_words)` picks the best epoch by AP micro. `exclude`: word ids never used as pseudo
+    labels (e.g. stop words). `freeze_embeddings` keeps E (e.g. fastText) fixed."""
     if mode not in ("pseudo", "real"):
         raise ValueError(f"`mode` must be 'pseudo' or 'real'; got {mode!r}")
     if mode == "real" and (y is None or label_words is None):
         raise ValueError("mode='real' needs `y` (n, T) and `label_words` (T, w)")
     if mode == "real" and len(y) != len(texts):
         raise ValueError(f"`y` has {len(y)} rows for {len(texts)} texts")
-    check_int("epochs", epochs, 1); check_int("batch_size", batch_size, 1)
-    torch.manual_seed(seed); rng = np.random.default_rng(seed)
+    check_int("epochs", epochs, 1)
+    check_int("batch_size", batch_size, 1)
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
     y_np = None if y is None else np.asarray(y)
     was_trainable = model.E.weight.requires_grad
     model.E.weight.requires_grad_(not freeze_embeddings)
@@ -162,18 +279,25 @@ def train_cless(model: CLESS, texts: torch.Tensor, mode: str = "pseudo", y=None,
 
     dev_ap = None if dev is None else (lambda: _dev_ap(dev[1], score_tags(model, dev[0], dev[2])))
     try:
-        return fit_epochs(model, opt, len(texts), epochs, batch_size, rng, batch_loss, dev_ap, "dev_ap_micro", log=log)
+        return fit_epochs(model, opt, len(texts), epochs, batch_size, rng, batch_loss, dev_ap,
+                          "dev_ap_micro", log=log)
     finally:
         model.E.weight.requires_grad_(was_trainable)
 
-def zero_r_scores(n: int, n_tags: int) -> np.ndarray:
-    "ZeroR (§6): the majority label of every class — absent — for every text: constant scores `(n, T)`."
+
+def zero_r_scores(
+    n: int,  # number of texts
+    n_tags: int,  # number of tags T
+) -> np.ndarray:  # (n, T) zeros
+    """ZeroR (§6): the majority label of every class — absent — for every text: constant scores
+    `(n, T)`."""
     return np.zeros((n, n_tags))
 
 # %% ../nbs/21_cless.ipynb #7f88dae2
-def tag_overlap_scores(token_lists: list,   # the words of each text (`text.tokenize`)
-                       tags: list,          # tag names; a tag's words are `text.tag_words(tag)`
-                      ) -> np.ndarray:
+def tag_overlap_scores(
+    token_lists: list,  # the words of each text (`text.tokenize`)
+    tags: list,  # tag names; a tag's words are `text.tag_words(tag)`
+) -> np.ndarray:  # (n, T) share of each tag's words found in each text, in [0, 1]
     "`(n, T)` zero-shot scores: the share of each tag's words that occur in the text (0 … 1)."
     tag_sets = [set(tag_words(t)) for t in tags]
     empty = [t for t, w in zip(tags, tag_sets) if not w]
@@ -185,16 +309,21 @@ def tag_overlap_scores(token_lists: list,   # the words of each text (`text.toke
         out[i] = [len(w & words) / len(w) for w in tag_sets]
     return out
 
-def mean_word_vectors(token_lists: list,   # the words of each text
-                      vocab: Vocab,        # the rows of `vectors`
-                      vectors,             # `(len(vocab), dim)` word vectors, e.g. `text.train_word_vectors`
-                      center: bool = True,  # subtract the vocabulary's mean vector first
-                     ) -> np.ndarray:
-    """`(n, dim)` mean vector of each text's known words (zero for a text with none). fastText vectors share a large
-    common direction, so by default they are centred first — otherwise every cosine is close to 1."""
+
+def mean_word_vectors(
+    token_lists: list,  # the words of each text
+    vocab: Vocab,  # the rows of `vectors`
+    vectors,  # `(len(vocab), dim)` word vectors, e.g. `text.train_word_vectors`
+    center: bool = True,  # subtract the vocabulary's mean vector first
+) -> np.ndarray:  # (n, dim) mean vector of each text's known words
+    """`(n, dim)` mean vector of each text's known words (zero for a text with none). fastText
+    vectors share a large common direction, so by default they are centred first — otherwise
+    every cosine is close to 1."""
     E = np.asarray(vectors, dtype=np.float64)
     if E.ndim != 2 or len(E) != len(vocab):
-        raise ValueError(f"`vectors` must be (len(vocab), dim) = ({len(vocab)}, dim); got shape {E.shape}")
+        raise ValueError(
+            f"`vectors` must be (len(vocab), dim) = ({len(vocab)}, dim); got shape {E.shape}"
+        )
     if center:
         E = E - E[2:].mean(0)
     out = np.zeros((len(token_lists), E.shape[1]))
@@ -204,64 +333,128 @@ def mean_word_vectors(token_lists: list,   # the words of each text
             out[i] = E[ids].mean(0)
     return out
 
-def cosine_scores(a, b) -> np.ndarray:
-    "`(n, T)` cosine similarity of every row of `a: (n, d)` with every row of `b: (T, d)`; a zero row scores 0."
+
+def cosine_scores(
+    a,  # (n, d) rows, e.g. text vectors
+    b,  # (T, d) rows, e.g. tag vectors
+) -> np.ndarray:  # (n, T) cosine similarities in [-1, 1]
+    """`(n, T)` cosine similarity of every row of `a: (n, d)` with every row of `b: (T, d)`; a zero
+    row scores 0."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
-        raise ValueError(f"`a` and `b` must be (n, d) and (T, d) of the same width; got {a.shape} and {b.shape}")
+        raise ValueError(
+            f"`a` and `b` must be (n, d) and (T, d) of the same width; got {a.shape} and {b.shape}"
+        )
     na, nb = np.linalg.norm(a, axis=1, keepdims=True), np.linalg.norm(b, axis=1, keepdims=True)
     return (a / np.where(na > 0, na, 1)) @ (b / np.where(nb > 0, nb, 1)).T
 
 # %% ../nbs/21_cless.ipynb #43346610
 class PLMTagger(nn.Module):
-    """Pretrained encoder (mean-pooled) + linear head over `n_tags`, trained with BCE (the paper's PLM baseline).
+    """Pretrained encoder (mean-pooled) + linear head over `n_tags`, trained with BCE (the paper's
+    PLM baseline).
 
-    `path`: a local model folder (default: the bundled MiniLM); `plm`: an already loaded `(tokenizer, encoder)` pair,
-    copied (never trained in place). `train_layers`: fine-tune only the top this-many blocks (None: all).
-    `max_len`: tokens per text."""
-    def __init__(self, n_tags: int, path=None, train_layers: int | None = None, max_len: int = 64, plm=None):
+    `path`: a local model folder (default: the bundled MiniLM); `plm`: an already loaded
+    `(tokenizer, encoder)` pair, copied (never trained in place). `train_layers`: fine-tune only
+    the top this-many blocks (None: all). `max_len`: tokens per text."""
+
+    def __init__(
+        self,
+        n_tags: int,  # number of tags T (outputs of the linear head)
+        path=None,  # a local Hugging Face model folder; None: the bundled all-MiniLM-L6-v2
+        train_layers: int | None = None,  # fine-tune only the top this-many blocks; None: all
+        max_len: int = 64,  # tokens per text (longer texts are truncated)
+        plm=None,  # a loaded `(tokenizer, encoder)` pair, copied, not trained; None: load `path`
+    ):
         super().__init__()
-        check_int("n_tags", n_tags, 1); check_int("max_len", max_len, 2)
+        check_int("n_tags", n_tags, 1)
+        check_int("max_len", max_len, 2)
         if plm is not None:
             self.tokenizer, self.encoder = plm[0], copy.deepcopy(plm[1])
         else:
             self.tokenizer, self.encoder = load_plm(path)
         if getattr(self.encoder, "pooler", None) is not None:
-            self.encoder.pooler.requires_grad_(False)         # BERT's [CLS] pooler: unused by mean pooling
+            # BERT's [CLS] pooler: unused by mean pooling
+            self.encoder.pooler.requires_grad_(False)
         self.n_frozen = freeze_bottom(self.encoder, train_layers)
         self.max_len = max_len
         self.head = nn.Linear(self.encoder.config.hidden_size, n_tags)
 
-    def features(self, texts: list, batch_size: int = 64) -> dict:
-        "Token ids and mask `(n, S)` of `texts`, and (with frozen blocks) the frozen bottom's hidden states `(n, S, h)`."
-        return plm_features(self.tokenizer, self.encoder, texts, self.max_len, self.n_frozen, batch_size)
+    def features(
+        self,
+        texts: list,  # the texts (strings)
+        batch_size: int = 64,  # texts per forward pass of the frozen bottom
+    ) -> dict:  # `{'ids', 'mask'}` (n, S), plus `'hidden'` (n, S, h) when blocks are frozen
+        """Token ids and mask `(n, S)` of `texts`, and (with frozen blocks) the frozen bottom's
+        hidden states `(n, S, h)`."""
+        return plm_features(
+            self.tokenizer, self.encoder, texts, self.max_len, self.n_frozen, batch_size
+        )
 
-    def forward(self, ids: torch.Tensor, mask: torch.Tensor, hidden: torch.Tensor | None = None) -> torch.Tensor:
-        "Tag logits `(B, T)`; `hidden`: the frozen bottom's output from `features` (required when blocks are frozen)."
+    def forward(
+        self,
+        ids: torch.Tensor,  # (B, S) token ids
+        mask: torch.Tensor,  # (B, S) attention mask, 1 for real tokens
+        hidden: torch.Tensor | None = None,  # (B, S, h) frozen bottom's output (from `features`)
+    ) -> torch.Tensor:  # (B, T) tag logits
+        """Tag logits `(B, T)`; `hidden`: the frozen bottom's output from `features` (required when
+        blocks are frozen)."""
         h = plm_hidden(self.encoder, ids, mask, hidden, self.n_frozen)
         m = mask.unsqueeze(-1).to(h.dtype)
         return self.head((h * m).sum(1) / m.sum(1).clamp(min=1))
 
-def score_plm(tagger: PLMTagger, feats: dict, batch_size: int = 128) -> np.ndarray:
+
+def score_plm(
+    tagger: PLMTagger,  # a `PLMTagger`
+    feats: dict,  # `tagger.features(texts)`
+    batch_size: int = 128,  # texts per forward pass
+) -> np.ndarray:  # (n, T) tag probabilities in [0, 1]
     "Tag probabilities `(n, T)` for `tagger.features(texts)`, through `core.batched_inference`."
     dev = next(tagger.head.parameters()).device
-    return batched_inference(tagger, lambda idx: torch.sigmoid(tagger(*feature_rows(feats, idx, dev))),
-                             len(feats["ids"]), batch_size).numpy()
+    return batched_inference(
+        tagger,
+        lambda idx: torch.sigmoid(tagger(*feature_rows(feats, idx, dev))),
+        len(feats["ids"]),
+        batch_size,
+    ).numpy()
 
-def train_plm_tagger(tagger: PLMTagger, feats: dict, y, epochs: int = 3, batch_size: int = 32, lr: float = 5e-5,
-                     head_lr: float = 1e-3, seed: int = 0, dev: tuple | None = None, log=None) -> dict:
-    """Fine-tune with the binary cross-entropy over every tag (AdamW: `lr` for the encoder, `head_lr` for the new head).
 
-    `feats = tagger.features(texts)`, `y (n, T)` multi-hot. `dev=(feats, y)` keeps the epoch with the best dev AP micro.
-    Returns `{'history': [...], 'seconds': …, 'best_epoch': …}` as `train_cless` does."""
+def train_plm_tagger(
+    tagger: PLMTagger,  # a `PLMTagger`, trained in place
+    feats: dict,  # `tagger.features(texts)` of the training texts
+    y,  # (n, T) multi-hot tags
+    epochs: int = 3,  # passes over the texts
+    batch_size: int = 32,  # texts per AdamW step
+    lr: float = 5e-5,  # AdamW learning rate of the encoder
+    head_lr: float = 1e-3,  # AdamW learning rate of the new head
+    seed: int = 0,  # seed of the batch order
+    dev: tuple | None = None,  # `(feats, y)` of a dev set: keep its best-AP epoch; None: the last
+    log=None,  # called with each epoch's record (e.g. `print`); None: silent
+) -> dict:  # {'history': [...], 'seconds': …, 'best_epoch': …}
+    """Fine-tune with the binary cross-entropy over every tag (AdamW: `lr` for the encoder,
+    `head_lr` for the new head).
+
+    `feats = tagger.features(texts)`, `y (n, T)` multi-hot. `dev=(feats, y)` keeps the epoch
+    with the best dev AP micro. Returns `{'history': [...], 'seconds': …, 'best_epoch': …}` as
+    `train_cless` does."""
     y = torch.as_tensor(np.asarray(y), dtype=torch.float32)
     if y.shape != (len(feats["ids"]), tagger.head.out_features):
-        raise ValueError(f"`y` must be (n, T) = ({len(feats['ids'])}, {tagger.head.out_features}); got {tuple(y.shape)}")
-    check_int("epochs", epochs, 1); check_int("batch_size", batch_size, 1)
-    torch.manual_seed(seed); rng = np.random.default_rng(seed)
+        raise ValueError(
+            f"`y` must be (n, T) = ({len(feats['ids'])}, {tagger.head.out_features}); got"
+            f" {tuple(y.shape)}"
+        )
+    check_int("epochs", epochs, 1)
+    check_int("batch_size", batch_size, 1)
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
     devc = next(tagger.head.parameters()).device
     enc_params = [p for p in tagger.encoder.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW([{"params": enc_params, "lr": lr}, {"params": tagger.head.parameters(), "lr": head_lr}])
-    batch_loss = lambda idx: F.binary_cross_entropy_with_logits(tagger(*feature_rows(feats, idx, devc)), y[idx].to(devc))
+    opt = torch.optim.AdamW(
+        [{"params": enc_params, "lr": lr}, {"params": tagger.head.parameters(), "lr": head_lr}]
+    )
+    batch_loss = lambda idx: F.binary_cross_entropy_with_logits(
+        tagger(*feature_rows(feats, idx, devc)), y[idx].to(devc)
+    )
     dev_ap = None if dev is None else (lambda: _dev_ap(dev[1], score_plm(tagger, dev[0])))
-    return fit_epochs(tagger, opt, len(y), epochs, batch_size, rng, batch_loss, dev_ap, "dev_ap_micro", log=log)
+    return fit_epochs(
+        tagger, opt, len(y), epochs, batch_size, rng, batch_loss, dev_ap, "dev_ap_micro", log=log
+    )
