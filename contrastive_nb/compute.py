@@ -19,17 +19,19 @@ __all__ = ['count_flops', 'measure_update_flops', 'paper_rule_check', 'FlopLedge
 # %% ../nbs/04a_compute.ipynb #5bf9ff16
 def count_flops(
     fn: Callable,  # called once with no arguments; every matmul/conv it runs is counted
-) -> int:          # FLOPs, 2 per multiply-accumulate
+) -> int:  # FLOPs, 2 per multiply-accumulate
     "FLOPs (matmul/conv, 2 per MAC) counted while `fn()` runs."
     with FlopCounterMode(display=False) as m:
         fn()
     return int(m.get_total_flops())
 
+
 def measure_update_flops(
-    model: nn.Module,                               # the model; a deep copy is measured, `model` is not touched
-    loss_fn: Callable[[nn.Module], torch.Tensor],   # `loss_fn(m)` → the scalar loss of one update of `m`
-) -> dict:                                          # `{'forward': FLOPs, 'backward': FLOPs}`
-    "`{'forward': …, 'backward': …}` FLOPs of one update `loss_fn(model).backward()`, measured on a copy of `model`."
+    model: nn.Module,  # the model; a deep copy is measured, `model` is not touched
+    loss_fn: Callable[[nn.Module], torch.Tensor],  # `loss_fn(m)` → the loss of one update of `m`
+) -> dict:  # `{'forward': FLOPs, 'backward': FLOPs}`
+    """`{'forward': …, 'backward': …}` FLOPs of one update `loss_fn(model).backward()`, measured on
+    a copy of `model`."""
     m = copy.deepcopy(model)
     devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
     with torch.random.fork_rng(devices=devices):
@@ -41,31 +43,41 @@ def measure_update_flops(
 # %% ../nbs/04a_compute.ipynb #80836f9a
 def paper_rule_check(
     model: nn.Module,  # the model to measure
-    x: torch.Tensor,   # one input batch
-) -> dict:             # measured forward/backward FLOPs, the paper's rule (3 × forward) and their ratio
-    "Compare suncet.txt App. C's rule (forward MACs × 2 × 3) with measured forward + backward FLOPs."
+    x: torch.Tensor,  # one input batch
+) -> dict:  # measured forward/backward FLOPs, the paper's rule (3 × forward) and their ratio
+    """Compare the SuNCEt paper's rule (App. C: forward MACs × 2 × 3) with measured forward +
+    backward FLOPs."""
     f = measure_update_flops(model, lambda m: m(x).float().sum())
-    rule = 3 * f["forward"]                     # forward FLOPs are already MACs × 2
+    rule = 3 * f["forward"]  # forward FLOPs are already MACs × 2
     measured = f["forward"] + f["backward"]
-    return {"forward_flops": f["forward"], "backward_flops": f["backward"], "measured_total": measured,
-            "paper_rule_total": rule, "measured_over_rule": measured / rule}
+    return {
+        "forward_flops": f["forward"],
+        "backward_flops": f["backward"],
+        "measured_total": measured,
+        "paper_rule_total": rule,
+        "measured_over_rule": measured / rule,
+    }
 
 # %% ../nbs/04a_compute.ipynb #e423170f
 class FlopLedger:
-    "Cumulative FLOPs per `'<loader>:<terms>/<forward|backward>'` key, measured once per batch shape."
+    """Cumulative FLOPs per `'<loader>:<terms>/<forward|backward>'` key, measured once per batch
+    shape."""
+
     def __init__(self):
         self.totals: dict[str, int] = defaultdict(int)
         self.updates = 0
         self._per_update: dict[tuple, dict] = {}
 
-    def charge(self,
-               loader: str,        # which loader the batch came from ("unlabeled", "labeled")
-               terms: str,         # the loss terms computed on it, joined (e.g. "nt_xent+suncet")
-               shape_key: tuple,   # the batch's shapes: an update is measured once per distinct key
-               model: nn.Module,   # the model being trained (measured on a copy)
-               loss_fn: Callable[[nn.Module], torch.Tensor],  # `loss_fn(m)` → this update's loss for `loader`
-               ) -> dict:          # this update's `{'forward', 'backward'}` FLOPs for `loader`
-        "Add one update's FLOPs for `loader` (measured on first sight of this `(loader, terms, shape_key)`)."
+    def charge(
+        self,
+        loader: str,  # which loader the batch came from ("unlabeled", "labeled")
+        terms: str,  # the loss terms computed on it, joined (e.g. "nt_xent+suncet")
+        shape_key: tuple,  # the batch's shapes: an update is measured once per distinct key
+        model: nn.Module,  # the model being trained (measured on a copy)
+        loss_fn: Callable[[nn.Module], torch.Tensor],  # `loss_fn(m)` → this update's loss
+    ) -> dict:  # this update's `{'forward', 'backward'}` FLOPs for `loader`
+        """Add one update's FLOPs for `loader` (measured on first sight of this `(loader, terms,
+        shape_key)`)."""
         key = (loader, terms, tuple(shape_key))
         if key not in self._per_update:
             self._per_update[key] = measure_update_flops(model, loss_fn)
@@ -79,46 +91,72 @@ class FlopLedger:
         self.updates += 1
 
     @property
-    def total(self) -> int: return int(sum(self.totals.values()))
+    def total(self) -> int:  # all FLOPs charged so far, every loader and pass
+        "All FLOPs charged so far, summed over loaders, terms and passes."
+        return int(sum(self.totals.values()))
+
     @property
-    def petaflops(self) -> float: return self.total / 1e15
+    def petaflops(self) -> float:  # `total` / 1e15
+        "`total` in petaFLOPs (10^15 FLOPs), the unit of the SuNCEt paper's figures."
+        return self.total / 1e15
 
-    def state_dict(self) -> dict:
-        return {"totals": dict(self.totals), "updates": self.updates,
-                "per_update": [[list(k[:2]) + [list(k[2])], v] for k, v in self._per_update.items()]}
+    def state_dict(self) -> dict:  # `{'totals', 'updates', 'per_update'}`, JSON-able
+        "The ledger's totals, update count and measured per-update FLOPs, for a checkpoint."
+        return {
+            "totals": dict(self.totals),
+            "updates": self.updates,
+            "per_update": [[list(k[:2]) + [list(k[2])], v] for k, v in self._per_update.items()],
+        }
 
-    def load_state_dict(self, state: dict):
+    def load_state_dict(
+        self,
+        state: dict,  # a dict from `state_dict` (e.g. read back from a checkpoint)
+    ):
+        """Restore totals, update count and measured per-update FLOPs from `state_dict()`'s output
+        (resume)."""
         self.totals = defaultdict(int, {k: int(v) for k, v in state["totals"].items()})
         self.updates = int(state["updates"])
         self._per_update = {(k[0], k[1], tuple(k[2])): dict(v) for k, v in state["per_update"]}
 
 # %% ../nbs/04a_compute.ipynb #40fe41cf
 def flops_to_reach(
-    history: list,   # per-evaluation records with `epoch`, `updates`, `flops` and the metric (`fit`'s history)
-    metric: str,     # the key of the metric in each record
-    target: float,   # the value to reach (≥)
-) -> dict | None:    # the first record reaching it, `{'epoch', 'updates', 'flops', 'value'}`, or None
-    "First record whose `metric` ≥ `target`: `{'epoch', 'updates', 'flops', 'value'}`; None if never reached."
+    history: list,  # records with `epoch`, `updates`, `flops` and the metric (`fit`'s history)
+    metric: str,  # the key of the metric in each record
+    target: float,  # the value to reach (≥)
+) -> dict | None:  # the first record reaching it, `{'epoch', 'updates', 'flops', 'value'}`, or None
+    """First record whose `metric` ≥ `target`: `{'epoch', 'updates', 'flops', 'value'}`; None if
+    never reached."""
     for h in history:
         v = h.get(metric)
         if v is not None and v >= target:
             return {"epoch": h["epoch"], "updates": h["updates"], "flops": h["flops"], "value": v}
     return None
 
+
 def compute_saved(
     baseline: list,  # the baseline's history (e.g. SimCLR's)
-    method: list,    # the method's history (e.g. SimCLR + SuNCEt's)
-    metric: str,     # the metric both histories record (e.g. "val/linear_acc")
-) -> dict:           # the target (baseline's best), both runs' FLOPs and updates to reach it, what the method saves
-    "Compute `method` saves to reach `baseline`'s best `metric` (suncet.txt Fig. 1d); `reached=False` if it never does."
+    method: list,  # the method's history (e.g. SimCLR + SuNCEt's)
+    metric: str,  # the metric both histories record (e.g. "val/linear_acc")
+) -> dict:  # the target (baseline's best), FLOPs and updates of both runs to reach it, the savings
+    """Compute `method` saves to reach `baseline`'s best `metric` (SuNCEt paper, Fig. 1d);
+    `reached=False` if it never does."""
     vals = [h[metric] for h in baseline if h.get(metric) is not None]
     if not vals:
         raise ValueError(f"`baseline` has no '{metric}' values")
     best = max(vals)
     base = flops_to_reach(baseline, metric, best)
     meth = flops_to_reach(method, metric, best)
-    out = {"target": best, "baseline_flops": base["flops"], "baseline_updates": base["updates"], "reached": meth is not None}
+    out = {
+        "target": best,
+        "baseline_flops": base["flops"],
+        "baseline_updates": base["updates"],
+        "reached": meth is not None,
+    }
     if meth is not None:
-        out.update(method_flops=meth["flops"], method_updates=meth["updates"],
-                   petaflops_saved=(base["flops"] - meth["flops"]) / 1e15, updates_saved=base["updates"] - meth["updates"])
+        out.update(
+            method_flops=meth["flops"],
+            method_updates=meth["updates"],
+            petaflops_saved=(base["flops"] - meth["flops"]) / 1e15,
+            updates_saved=base["updates"] - meth["updates"],
+        )
     return out
