@@ -21,43 +21,79 @@ __all__ = ['AssociationResult', 'association', 'association_test', 'cluster_metr
 # %% ../nbs/31_audit.ipynb #f24385a9
 class AssociationResult(tuple):
     "`(effect_size, p_value)` with the test's details as attributes."
-    def __new__(cls, effect_size: float, p_value: float, **info):
+
+    def __new__(
+        cls,
+        effect_size: float,  # Eq. 4 effect size
+        p_value: float,  # Eq. 3 one-sided permutation p-value
+        **info,  # details kept as attributes: `statistic`, `n_permutations`, `exact`, `s`
+    ):
+        "The pair `(effect_size, p_value)`; keyword details become attributes."
         obj = super().__new__(cls, (effect_size, p_value))
         obj.__dict__.update(info)
         return obj
+
     @property
-    def effect_size(self): return self[0]
+    def effect_size(self):  # Eq. 4 effect size
+        "The effect size $d$ of Eq. 4 (first element of the pair)."
+        return self[0]
+
     @property
-    def p_value(self): return self[1]
+    def p_value(self):  # Eq. 3 permutation p-value
+        "The one-sided permutation p-value of Eq. 3 (second element of the pair)."
+        return self[1]
+
     def __repr__(self):
-        return (f"AssociationResult(effect_size={self[0]:.4f}, p_value={self[1]:.4g}, statistic={self.statistic:.4f}, "
-                f"n_permutations={self.n_permutations}, exact={self.exact})")
+        return (
+            f"AssociationResult(effect_size={self[0]:.4f}, p_value={self[1]:.4g},"
+            f" statistic={self.statistic:.4f}, n_permutations={self.n_permutations},"
+            f" exact={self.exact})"
+        )
+
 
 def _unit(x, name):
     return embedding_matrix(x, name, unit=True)
 
-def association(F_, A, B) -> np.ndarray:
-    "Eq. 1 for every row f of `F_`: mean cos(f, A) − mean cos(f, B)."
+
+def association(
+    F_,  # (n, d) target embeddings f, any scale
+    A,  # (a, d) embeddings of attribute set A
+    B,  # (b, d) embeddings of attribute set B
+) -> np.ndarray:  # (n,) s(f, A, B), one per row of `F_`
+    "FEAT Eq. 1 for every row f of `F_`: mean cos(f, A) − mean cos(f, B)."
     F_, A, B = _unit(F_, "F"), _unit(A, "A"), _unit(B, "B")
     return (F_ @ A.T).mean(1) - (F_ @ B.T).mean(1)
 
-def association_test(X, Y, A, B, n_permutations: int = 10000, seed: int = 0) -> AssociationResult:
-    "FEAT/WEAT association test: `(effect_size, p_value)` (Eqs. 1–4), exact when the partitions are few."
-    check_int("n_permutations", n_permutations, 1); check_int("seed", seed, 0)
+
+def association_test(
+    X,  # (n, d) target embeddings of the first group
+    Y,  # (n, d) target embeddings of the second group, same n
+    A,  # (a, d) embeddings of attribute set A
+    B,  # (b, d) embeddings of attribute set B
+    n_permutations: int = 10000,  # partitions drawn if there are more (else all of them: exact p)
+    seed: int = 0,  # seed of the drawn partitions
+) -> AssociationResult:  # `(effect_size, p_value)` with details (`.statistic`, `.exact`, …)
+    """FEAT/WEAT association test: `(effect_size, p_value)` (Eqs. 1–4), exact when the partitions
+    are few."""
+    check_int("n_permutations", n_permutations, 1)
+    check_int("seed", seed, 0)
     X, Y = _unit(X, "X"), _unit(Y, "Y")
     if len(X) != len(Y):
-        raise ValueError(f"`X` and `Y` must be the same size (the test permutes equal halves); got {len(X)} and {len(Y)}")
+        raise ValueError(
+            f"`X` and `Y` must be the same size (the test permutes equal halves); got {len(X)} and"
+            f" {len(Y)}"
+        )
     if X.shape[1] != Y.shape[1] or X.shape[1] != np.shape(A)[1] or X.shape[1] != np.shape(B)[1]:
         raise ValueError("`X`, `Y`, `A` and `B` must have the same embedding dimension")
     s = association(np.vstack([X, Y]), A, B)
     n = len(X)
     sx, sy = s[:n], s[n:]
-    statistic = sx.sum() - sy.sum()                              # Eq. 2
+    statistic = sx.sum() - sy.sum()  # Eq. 2
     sd = s.std(ddof=1) if len(s) > 1 else 0.0
-    effect = float((sx.mean() - sy.mean()) / sd) if sd > 0 else 0.0   # Eq. 4 (no spread: no effect)
+    effect = float((sx.mean() - sy.mean()) / sd) if sd > 0 else 0.0  # Eq. 4 (no spread: no effect)
     total = s.sum()
     n_partitions = comb(2 * n, n)
-    if n_partitions <= n_permutations:                           # exact: every equal split of X ∪ Y
+    if n_partitions <= n_permutations:  # exact: every equal split of X ∪ Y
         idx = np.array(list(combinations(range(2 * n), n)))
         stats_ = 2 * s[idx].sum(1) - total
         p, exact, used = float(np.mean(stats_ > statistic + 1e-12)), True, n_partitions
@@ -70,34 +106,59 @@ def association_test(X, Y, A, B, n_permutations: int = 10000, seed: int = 0) -> 
             k += int(((2 * s[perm].sum(1) - total) > statistic + 1e-12).sum())
             done += m
         p, exact, used = (k + 1) / (n_permutations + 1), False, n_permutations
-    return AssociationResult(effect, p, statistic=float(statistic), n_permutations=int(used), exact=exact, s=s)
+    return AssociationResult(
+        effect, p, statistic=float(statistic), n_permutations=int(used), exact=exact, s=s
+    )
 
 # %% ../nbs/31_audit.ipynb #ed595c3f
 def _group_labels(table: pd.DataFrame, attributes) -> tuple[str, np.ndarray]:
     attributes = [attributes] if isinstance(attributes, str) else list(attributes)
     for a in attributes:
         if a not in table:
-            raise ValueError(f"`attributes` names a column the table does not have: {a!r}; columns: {list(table.columns)}")
+            raise ValueError(
+                f"`attributes` names a column the table does not have: {a!r}; columns:"
+                f" {list(table.columns)}"
+            )
     name = "×".join(attributes)
-    g = table[attributes].astype(str).agg("×".join, axis=1).to_numpy() if len(attributes) > 1 else table[attributes[0]].astype(str).to_numpy()
+    g = (
+        table[attributes].astype(str).agg("×".join, axis=1).to_numpy()
+        if len(attributes) > 1
+        else table[attributes[0]].astype(str).to_numpy()
+    )
     return name, g
 
-def cluster_metrics(z, groups) -> dict:
-    "Silhouette, Calinski–Harabasz and Davies–Bouldin of the grouping `groups` of embeddings `z` (L2-normalised)."
+
+def cluster_metrics(
+    z,  # (n, d) embeddings, any scale (L2-normalised here)
+    groups,  # (n,) group of each item
+) -> dict:  # `{'silhouette', 'calinski_harabasz', 'davies_bouldin'}`
+    """Silhouette, Calinski–Harabasz and Davies–Bouldin of the grouping `groups` of embeddings `z`
+    (L2-normalised)."""
     from sklearn.metrics import calinski_harabasz_score, davies_bouldin_score, silhouette_score
-    u = _unit(z, "z"); g = np.asarray(groups)
+
+    u = _unit(z, "z")
+    g = np.asarray(groups)
     if len(g) != len(u):
         raise ValueError(f"`groups` must have one entry per embedding ({len(u)}); got {len(g)}")
     k = len(np.unique(g))
     if not 2 <= k < len(u):
         raise ValueError(f"`groups` must form between 2 and n−1 groups; got {k}")
-    return {"silhouette": float(silhouette_score(u, g)), "calinski_harabasz": float(calinski_harabasz_score(u, g)),
-            "davies_bouldin": float(davies_bouldin_score(u, g))}
+    return {
+        "silhouette": float(silhouette_score(u, g)),
+        "calinski_harabasz": float(calinski_harabasz_score(u, g)),
+        "davies_bouldin": float(davies_bouldin_score(u, g)),
+    }
 
-def audit_clusters(table: pd.DataFrame, attributes: list) -> tuple[pd.DataFrame, pd.DataFrame]:
-    "Cluster metrics for each attribute and for their intersection, and each group's mean silhouette."
+
+def audit_clusters(
+    table: pd.DataFrame,  # an embedding table with the attribute columns
+    attributes: list,  # names of the attribute columns
+) -> tuple[pd.DataFrame, pd.DataFrame]:  # (metrics per grouping, mean silhouette per group)
+    """Cluster metrics for each attribute and for their intersection, and each group's mean
+    silhouette."""
     from sklearn.metrics import silhouette_samples
     from contrastive_nb.evaluate import table_embeddings
+
     z = table_embeddings(table)
     u = _unit(z, "embedding")
     rows, per_group = [], []
@@ -107,64 +168,114 @@ def audit_clusters(table: pd.DataFrame, attributes: list) -> tuple[pd.DataFrame,
         rows.append({"grouping": name, "n_groups": len(np.unique(g)), **cluster_metrics(u, g)})
         sil = silhouette_samples(u, g)
         for grp in np.unique(g):
-            per_group.append({"grouping": name, "group": grp, "n": int((g == grp).sum()), "mean_silhouette": float(sil[g == grp].mean())})
+            per_group.append({
+                "grouping": name,
+                "group": grp,
+                "n": int((g == grp).sum()),
+                "mean_silhouette": float(sil[g == grp].mean()),
+            })
     return pd.DataFrame(rows), pd.DataFrame(per_group)
 
 # %% ../nbs/31_audit.ipynb #72be8703
 def _boot(values_fn, n, n_boot, rng, alpha):
-    if n == 0: return (np.nan, np.nan)
+    if n == 0:
+        return (np.nan, np.nan)
     stats_ = [values_fn(rng.integers(0, n, n)) for _ in range(n_boot)]
     stats_ = np.array([s for s in stats_ if np.isfinite(s)])
-    return (float(np.quantile(stats_, alpha / 2)), float(np.quantile(stats_, 1 - alpha / 2))) if len(stats_) else (np.nan, np.nan)
+    return (
+        (float(np.quantile(stats_, alpha / 2)), float(np.quantile(stats_, 1 - alpha / 2)))
+        if len(stats_)
+        else (np.nan, np.nan)
+    )
 
-def group_performance(y_true, y_pred, groups, positive=None, y_score=None, n_boot: int = 1000,
-                      confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
-    "Per group: n, accuracy (and TPR/FPR for `positive`, AP from `y_score`) with bootstrap intervals."
+
+def group_performance(
+    y_true,  # (n,) true labels
+    y_pred,  # (n,) predicted labels
+    groups,  # (n,) group of each item
+    positive=None,  # the positive class for TPR, FPR and AP; None: accuracy only
+    y_score=None,  # (n,) scores of `positive`, for AP; or None
+    n_boot: int = 1000,  # bootstrap resamples per group and metric
+    confidence: float = 0.95,  # coverage of the percentile intervals, in (0, 1)
+    seed: int = 0,  # seed of the bootstrap
+) -> pd.DataFrame:  # one row per group: n, each metric and its `_lo`/`_hi` bounds
+    """Per group: n, accuracy (and TPR/FPR for `positive`, AP from `y_score`) with bootstrap
+    intervals."""
     from sklearn.metrics import average_precision_score
-    check_int("n_boot", n_boot, 1); check_range("confidence", confidence, 0, 1, low_inclusive=False, high_inclusive=False)
+
+    check_int("n_boot", n_boot, 1)
+    check_range("confidence", confidence, 0, 1, low_inclusive=False, high_inclusive=False)
     yt, yp, g = np.asarray(y_true), np.asarray(y_pred), np.asarray(groups)
     if not (len(yt) == len(yp) == len(g)):
-        raise ValueError(f"`y_true`, `y_pred` and `groups` must have the same length; got {len(yt)}, {len(yp)}, {len(g)}")
+        raise ValueError(
+            f"`y_true`, `y_pred` and `groups` must have the same length; got {len(yt)}, {len(yp)},"
+            f" {len(g)}"
+        )
     sc = None if y_score is None else np.asarray(y_score, dtype=float)
     rng, alpha, rows = np.random.default_rng(seed), 1 - confidence, []
     metrics = {"accuracy": lambda t, p, s: float(np.mean(t == p)) if len(t) else np.nan}
     if positive is not None:
-        metrics["tpr"] = lambda t, p, s: float(np.mean(p[t == positive] == positive)) if (t == positive).any() else np.nan
-        metrics["fpr"] = lambda t, p, s: float(np.mean(p[t != positive] == positive)) if (t != positive).any() else np.nan
+        metrics["tpr"] = lambda t, p, s: (
+            float(np.mean(p[t == positive] == positive)) if (t == positive).any() else np.nan
+        )
+        metrics["fpr"] = lambda t, p, s: (
+            float(np.mean(p[t != positive] == positive)) if (t != positive).any() else np.nan
+        )
         if sc is not None:
-            metrics["ap"] = lambda t, p, s: float(average_precision_score(t == positive, s)) if 0 < (t == positive).sum() < len(t) else np.nan
+            metrics["ap"] = lambda t, p, s: (
+                float(average_precision_score(t == positive, s))
+                if 0 < (t == positive).sum() < len(t)
+                else np.nan
+            )
     for grp in np.unique(g):
         m = g == grp
         t, p, s = yt[m], yp[m], (sc[m] if sc is not None else None)
         row = {"group": grp, "n": int(m.sum())}
         for name, f in metrics.items():
             row[name] = f(t, p, s)
-            lo, hi = _boot(lambda i: f(t[i], p[i], s[i] if s is not None else None), len(t), n_boot, rng, alpha)
+            lo, hi = _boot(
+                lambda i: f(t[i], p[i], s[i] if s is not None else None), len(t), n_boot, rng, alpha
+            )
             row[f"{name}_lo"], row[f"{name}_hi"] = lo, hi
         rows.append(row)
     return pd.DataFrame(rows)
 
-def performance_gaps(per_group: pd.DataFrame) -> dict:
+
+def performance_gaps(
+    per_group: pd.DataFrame,  # a table from `group_performance`
+) -> dict:  # `{'<metric>_gap', 'worst_group_accuracy', 'worst_group'}`
     "Best − worst value of each metric across groups, and the worst group's accuracy."
-    mets = [c for c in per_group.columns if c not in ("group", "n") and not c.endswith(("_lo", "_hi"))]
+    mets = [
+        c for c in per_group.columns if c not in ("group", "n") and not c.endswith(("_lo", "_hi"))
+    ]
     out = {f"{m}_gap": float(per_group[m].max() - per_group[m].min()) for m in mets}
     out["worst_group_accuracy"] = float(per_group["accuracy"].min())
     out["worst_group"] = per_group.loc[per_group["accuracy"].idxmin(), "group"]
     return out
 
 # %% ../nbs/31_audit.ipynb #f90c89d3
-def bias_direction(a, b, method: str = "pca") -> np.ndarray:
-    "Unit direction from defining pairs `(a_i, b_i)`: first principal component or mean of `b − a`, oriented towards b."
+def bias_direction(
+    a,  # (n, d) first items of the defining pairs, n ≥ 2
+    b,  # (n, d) second items, matched row by row with `a`
+    method: str = "pca",  # 'pca' (first principal component) or 'mean' (mean difference)
+) -> np.ndarray:  # (d,) unit vector oriented from `a` to `b`
+    """Unit direction from defining pairs `(a_i, b_i)`: the first principal component or the mean of
+    the differences `b − a`, oriented towards `b`."""
     check_choice("method", method, ["pca", "mean"])
-    a = np.asarray(a, dtype=np.float64); b = np.asarray(b, dtype=np.float64)
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 2 or len(a) < 2:
-        raise ValueError(f"`a` and `b` must be matched pairs of the same shape (n ≥ 2, d); got {a.shape} and {b.shape}")
+        raise ValueError(
+            f"`a` and `b` must be matched pairs of the same shape (n ≥ 2, d); got {a.shape} and"
+            f" {b.shape}"
+        )
     diff = b - a
     if method == "mean":
         v = diff.mean(0)
     else:
-        # Bolukbasi et al.: PCA of the pair-centred vectors ±(b − a)/2, i.e. the uncentred SVD of the differences
-        # (centring the differences themselves would remove the very shift that defines the direction)
+        # Bolukbasi et al.: PCA of the pair-centred vectors ±(b − a)/2, i.e. the uncentred SVD of
+        # the differences (centring the differences themselves would remove the very shift that
+        # defines the direction)
         v = np.linalg.svd(diff, full_matrices=False)[2][0]
         v = v if np.dot(v, diff.mean(0)) >= 0 else -v
     nrm = np.linalg.norm(v)
@@ -172,27 +283,56 @@ def bias_direction(a, b, method: str = "pca") -> np.ndarray:
         raise ValueError("the pair differences define no direction (all zero)")
     return v / nrm
 
-def project(z, direction) -> np.ndarray:
+
+def project(
+    z,  # (n, d) embeddings, any scale
+    direction,  # (d,) unit direction (e.g. from `bias_direction`)
+) -> np.ndarray:  # (n,) projections in [-1, 1]
     "Each item's projection on the unit `direction` (after L2-normalising the item)."
     return _unit(z, "z") @ np.asarray(direction, dtype=np.float64)
 
-def direction_stability(a, b, method: str = "pca", n_resamples: int = 200, seed: int = 0) -> dict:
-    "Angles of pair differences to the direction (degrees) and cosine of bootstrap re-estimates to it."
+
+def direction_stability(
+    a,  # (n, d) first items of the defining pairs
+    b,  # (n, d) second items, matched with `a`
+    method: str = "pca",  # 'pca' or 'mean', as in `bias_direction`
+    n_resamples: int = 200,  # bootstrap resamples of the pairs
+    seed: int = 0,  # seed of the bootstrap
+) -> dict:  # angle_mean, angle_std (degrees), resample_cos_mean, resample_cos_min, n_pairs
+    """Angles of pair differences to the direction (degrees) and cosine of bootstrap re-estimates
+    to it."""
     check_int("n_resamples", n_resamples, 1)
-    a = np.asarray(a, dtype=np.float64); b = np.asarray(b, dtype=np.float64)
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
     v = bias_direction(a, b, method)
     diff = b - a
     ang = np.degrees(np.arccos(np.clip(diff @ v / np.linalg.norm(diff, axis=1), -1, 1)))
     rng = np.random.default_rng(seed)
-    cos = [abs(float(bias_direction(a[i], b[i], method) @ v)) for i in (rng.integers(0, len(a), len(a)) for _ in range(n_resamples))]
-    return {"angle_mean": float(ang.mean()), "angle_std": float(ang.std(ddof=1)), "resample_cos_mean": float(np.mean(cos)),
-            "resample_cos_min": float(np.min(cos)), "n_pairs": len(a)}
+    cos = [
+        abs(float(bias_direction(a[i], b[i], method) @ v))
+        for i in (rng.integers(0, len(a), len(a)) for _ in range(n_resamples))
+    ]
+    return {
+        "angle_mean": float(ang.mean()),
+        "angle_std": float(ang.std(ddof=1)),
+        "resample_cos_mean": float(np.mean(cos)),
+        "resample_cos_min": float(np.min(cos)),
+        "n_pairs": len(a),
+    }
 
 # %% ../nbs/31_audit.ipynb #04ee7ee5
-def audit_panel(attributes):
-    "A panel for `explore.Explorer(..., panels=[...])`: a function of the explorer giving each group's mean silhouette."
+def audit_panel(
+    attributes,  # an attribute column name, or a list of them
+):
+    """A panel for `explore.Explorer(..., panels=[...])`: a function of the explorer giving each
+    group's mean silhouette."""
     attributes = [attributes] if isinstance(attributes, str) else list(attributes)
+
     def panel(explorer) -> tuple[str, pd.DataFrame]:
-        return f"audit: mean silhouette per group ({' × '.join(attributes)})", audit_clusters(explorer.table, attributes)[1]
+        return (
+            f"audit: mean silhouette per group ({' × '.join(attributes)})",
+            audit_clusters(explorer.table, attributes)[1],
+        )
+
     panel.__name__ = f"audit_panel({attributes!r})"
     return panel
