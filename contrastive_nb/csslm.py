@@ -17,11 +17,27 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .core import batched_inference, check_choice, check_int, check_range, label_vector
+from contrastive_nb.core import (
+    batched_inference,
+    check_choice,
+    check_int,
+    check_range,
+    label_vector,
+)
 from .data import k_shot_split
 from .losses import class_loss, css_loss, domain_loss, supcon
-from .text import (DEFAULT_PACKAGES, TEXT_DATASETS, docstring_corpus, feature_rows, freeze_bottom,
-                                 jsonl_records, load_plm, load_text_dataset, plm_features, plm_hidden)
+from contrastive_nb.text import (
+    DEFAULT_PACKAGES,
+    TEXT_DATASETS,
+    docstring_corpus,
+    feature_rows,
+    freeze_bottom,
+    jsonl_records,
+    load_plm,
+    load_text_dataset,
+    plm_features,
+    plm_hidden,
+)
 from .train import fit_epochs
 
 # %% auto #0
@@ -34,14 +50,18 @@ __all__ = ['SST5_CLASSES', 'TASK_PACKAGES', 'OTHER_CORPORA', 'SPECIAL_TOKENS', '
 @dataclass
 class LabeledTexts:
     "Texts with one class name each; `classes` fixes the class order (default: sorted names)."
-    texts: list
-    labels: list
-    name: str = "task"
-    classes: list | None = None
+
+    texts: list  # the texts (strings)
+    labels: list  # one class name per text (stored as strings)
+    name: str = "task"  # the task's name, shown by `repr`
+    classes: list | None = None  # the class order of `y`; None: the sorted names
 
     def __post_init__(self):
         if len(self.texts) != len(self.labels):
-            raise ValueError(f"`texts` ({len(self.texts)}) and `labels` ({len(self.labels)}) must have the same length")
+            raise ValueError(
+                f"`texts` ({len(self.texts)}) and `labels` ({len(self.labels)}) must have the same"
+                " length"
+            )
         if not all(isinstance(t, str) for t in self.texts):
             raise ValueError("`texts` must be strings")
         self.labels = [str(l) for l in self.labels]
@@ -51,8 +71,11 @@ class LabeledTexts:
         if unknown:
             raise ValueError(f"labels {unknown[:5]} are not in `classes` {self.classes}")
 
-    def __len__(self): return len(self.texts)
-    def __repr__(self): return f"LabeledTexts({self.name!r}: {len(self)} texts, {len(self.classes)} classes)"
+    def __len__(self):
+        return len(self.texts)
+
+    def __repr__(self):
+        return f"LabeledTexts({self.name!r}: {len(self)} texts, {len(self.classes)} classes)"
 
     @property
     def y(self) -> np.ndarray:
@@ -60,25 +83,49 @@ class LabeledTexts:
         index = {c: i for i, c in enumerate(self.classes)}
         return np.array([index[l] for l in self.labels], dtype=np.int64)
 
-    def subset(self, idx) -> "LabeledTexts":
+    def subset(
+        self,
+        idx,  # row indices to keep, in their order
+    ) -> "LabeledTexts":  # a new `LabeledTexts` with the same classes
+        "The rows `idx` as a new `LabeledTexts` with the same name and classes."
         idx = np.asarray(idx, dtype=np.int64)
-        return LabeledTexts([self.texts[i] for i in idx], [self.labels[i] for i in idx], self.name, list(self.classes))
+        return LabeledTexts(
+            [self.texts[i] for i in idx],
+            [self.labels[i] for i in idx],
+            self.name,
+            list(self.classes),
+        )
 
-def read_task_jsonl(path, text_key: str = "text", label_key: str = "label", name: str | None = None) -> LabeledTexts:
-    "A JSON-lines task file (the Don't Stop Pretraining release of SciCite, ACL-ARC, SciERC, ChemProt)."
+
+def read_task_jsonl(
+    path,  # a `.jsonl` file, one JSON object per line
+    text_key: str = "text",  # the field holding the text
+    label_key: str = "label",  # the field holding the class
+    name: str | None = None,  # the task's name; None: the file's stem
+) -> LabeledTexts:  # the texts and their classes
+    """A JSON-lines task file (the Don't Stop Pretraining release of SciCite, ACL-ARC, SciERC,
+    ChemProt)."""
     texts, labels = [], []
     for _, rec in jsonl_records(path, (text_key, label_key)):
-        texts.append(str(rec[text_key])); labels.append(str(rec[label_key]))
+        texts.append(str(rec[text_key]))
+        labels.append(str(rec[label_key]))
     return LabeledTexts(texts, labels, name or Path(path).stem)
 
+
 SST5_CLASSES = ["very negative", "negative", "neutral", "positive", "very positive"]
+
 
 def _tree_leaves(tree: str) -> str:
     return " ".join(re.findall(r"\(\d+ ([^()\s]+)\)", tree))
 
-def read_sst(path, name: str = "sst-5") -> LabeledTexts:
+
+def read_sst(
+    path,  # a PTB-tree file of the treebank (`train.txt`, `dev.txt` or `test.txt`)
+    name: str = "sst-5",  # the task's name
+) -> LabeledTexts:  # one text per tree, classes `SST5_CLASSES`
     "SST-5 from the treebank's PTB files: the root label (0–4) of each tree, the text its leaves."
-    path = Path(path); texts, labels = [], []
+    path = Path(path)
+    texts, labels = [], []
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         line = line.strip()
         if not line:
@@ -86,12 +133,19 @@ def read_sst(path, name: str = "sst-5") -> LabeledTexts:
         m = re.match(r"\((\d) ", line)
         if not m or int(m.group(1)) > 4:
             raise ValueError(f"{path}:{n} is not a PTB tree with a root label 0–4: {line[:40]!r}")
-        texts.append(_tree_leaves(line)); labels.append(SST5_CLASSES[int(m.group(1))])
+        texts.append(_tree_leaves(line))
+        labels.append(SST5_CLASSES[int(m.group(1))])
     return LabeledTexts(texts, labels, name, list(SST5_CLASSES))
 
-def read_semeval_absa(path, name: str = "semeval", with_aspect: bool = True) -> LabeledTexts:
-    """SemEval-2014 Task 4 XML: one instance per aspect term with polarity positive/neutral/negative ("conflict" is
-    left out); the text is `"<term> | <sentence>"` with `with_aspect`, else the sentence."""
+
+def read_semeval_absa(
+    path,  # a SemEval-2014 Task 4 XML file
+    name: str = "semeval",  # the task's name
+    with_aspect: bool = True,  # prefix each sentence with its aspect term (`"<term> | <sentence>"`)
+) -> LabeledTexts:  # one text per aspect term, classes negative/neutral/positive
+    """SemEval-2014 Task 4 XML: one instance per aspect term with polarity
+    positive/neutral/negative ("conflict" is left out); the text is `"<term> | <sentence>"` with
+    `with_aspect`, else the sentence."""
     root = ET.parse(path).getroot()
     texts, labels = [], []
     for s in root.iter("sentence"):
@@ -100,34 +154,57 @@ def read_semeval_absa(path, name: str = "semeval", with_aspect: bool = True) -> 
             pol = a.get("polarity")
             if pol not in ("positive", "neutral", "negative"):
                 continue
-            texts.append(f"{a.get('term')} | {sent}" if with_aspect else sent); labels.append(pol)
+            texts.append(f"{a.get('term')} | {sent}" if with_aspect else sent)
+            labels.append(pol)
     if not texts:
         raise ValueError(f"{path} holds no <aspectTerm> with a positive/neutral/negative polarity")
     return LabeledTexts(texts, labels, name, ["negative", "neutral", "positive"])
 
-def load_hf_task(path: str, split: str, text_key: str = "text", label_key: str = "label", name: str | None = None,
-                 **kwargs) -> LabeledTexts:
-    """A split of a Hugging Face `datasets` dataset (`path`: a Hub name online, or a builder such as `"json"` with
-    `data_files=…` offline). Integer labels with a ClassLabel feature become their names."""
+
+def load_hf_task(
+    path: str,  # a Hub dataset name, or a builder such as `"json"`
+    split: str,  # the split to read, e.g. `"train"`
+    text_key: str = "text",  # the column holding the text
+    label_key: str = "label",  # the column holding the class
+    name: str | None = None,  # the task's name; None: `"<path>:<split>"`
+    **kwargs,  # passed to `datasets.load_dataset` (e.g. `data_files=…`)
+) -> LabeledTexts:  # the texts and their classes
+    """A split of a Hugging Face `datasets` dataset (`path`: a Hub name online, or a builder such
+    as `"json"` with `data_files=…` offline). Integer labels with a ClassLabel feature become
+    their names."""
     try:
         import datasets
     except ImportError as e:
-        raise ImportError("load_hf_task needs the `datasets` package (`pip install datasets`)") from e
+        raise ImportError(
+            "load_hf_task needs the `datasets` package (`pip install datasets`)"
+        ) from e
     ds = datasets.load_dataset(path, split=split, **kwargs)
     for key in (text_key, label_key):
         if key not in ds.column_names:
-            raise ValueError(f"the dataset has no column {key!r} (columns: {ds.column_names}); set `text_key`/`label_key`")
+            raise ValueError(
+                f"the dataset has no column {key!r} (columns: {ds.column_names}); set"
+                " `text_key`/`label_key`"
+            )
     feat = ds.features[label_key]
     names = getattr(feat, "names", None)
     labels = [names[l] if names else str(l) for l in ds[label_key]]
-    return LabeledTexts([str(t) for t in ds[text_key]], labels, name or f"{path}:{split}", list(names) if names else None)
+    return LabeledTexts(
+        [str(t) for t in ds[text_key]],
+        labels,
+        name or f"{path}:{split}",
+        list(names) if names else None,
+    )
 
 # %% ../nbs/22_csslm.ipynb #3865e341
 TASK_PACKAGES = ("numpy", "scipy", "sklearn", "torch")
 
-def _grouped_take(y: np.ndarray, groups: np.ndarray, n: int, rng: np.random.Generator, classes) -> tuple:
-    """`n` items of each class in `classes`, drawn group by group in a seeded order: `(taken, used)` — the items
-    taken, and every item of the groups they came from (their other items must go nowhere else)."""
+
+def _grouped_take(
+    y: np.ndarray, groups: np.ndarray, n: int, rng: np.random.Generator, classes
+) -> tuple:
+    """`n` items of each class in `classes`, drawn group by group in a seeded order: `(taken,
+    used)` — the items taken, and every item of the groups they came from (their other items
+    must go nowhere else)."""
     members = {}
     for i, g in enumerate(groups):
         members.setdefault(g, []).append(i)
@@ -139,64 +216,105 @@ def _grouped_take(y: np.ndarray, groups: np.ndarray, n: int, rng: np.random.Gene
         got = []
         for i in rng.permutation(members[g]):
             if need.get(y[i], 0) > 0:
-                need[y[i]] -= 1; got.append(int(i))
+                need[y[i]] -= 1
+                got.append(int(i))
         if got:
-            taken += got; used += members[g]
+            taken += got
+            used += members[g]
     missing = {c: v for c, v in need.items() if v}
     if missing:
-        raise ValueError(f"too few items to take {n} per class: still missing {missing} (class: count)")
+        raise ValueError(
+            f"too few items to take {n} per class: still missing {missing} (class: count)"
+        )
     return np.sort(np.array(taken, dtype=np.int64)), np.sort(np.array(used, dtype=np.int64))
 
-def docstring_task(task_packages=TASK_PACKAGES, other_packages=None, n_dev: int = 50, n_test: int = 100,
-                   seed: int = 0, cache_dir=None) -> dict:
+
+def docstring_task(
+    # the installed packages whose docstrings are the classes (at least two)
+    task_packages=TASK_PACKAGES,
+    # packages whose docstrings form the out-of-domain corpus; None: the rest of
+    # `text.DEFAULT_PACKAGES`
+    other_packages=None,
+    n_dev: int = 50,  # development instances per class
+    n_test: int = 100,  # test instances per class
+    seed: int = 0,  # draws test and dev
+    cache_dir=None,  # where the docstring corpus is cached; None: the default
+) -> dict:  # `{'pool', 'dev', 'test', 'other', 'other_source'}`
     """The offline task: classify a docstring by the package it documents.
 
-    Returns `{'pool', 'dev', 'test'}` (`LabeledTexts`; `n_dev`/`n_test` per class, the pool is every other task
-    docstring — training instances are drawn from it, the rest joins the corpus) and `{'other', 'other_source'}`:
-    docstrings of `other_packages` (default: the rest of `text.DEFAULT_PACKAGES`), the out-of-domain corpus.
-    Test, dev and pool come from different source files (a file's other docstrings are left out)."""
+    Returns `{'pool', 'dev', 'test'}` (`LabeledTexts`; `n_dev`/`n_test` per class, the pool is
+    every other task docstring — training instances are drawn from it, the rest joins the
+    corpus) and `{'other', 'other_source'}`: docstrings of `other_packages` (default: the rest
+    of `text.DEFAULT_PACKAGES`), the out-of-domain corpus. Test, dev and pool come from
+    different source files (a file's other docstrings are left out)."""
     task_packages = tuple(task_packages)
     if len(task_packages) < 2:
         raise ValueError("`task_packages` must name at least two installed packages (the classes)")
-    other_packages = tuple(p for p in DEFAULT_PACKAGES if p not in task_packages) if other_packages is None else tuple(other_packages)
+    other_packages = (
+        tuple(p for p in DEFAULT_PACKAGES if p not in task_packages)
+        if other_packages is None
+        else tuple(other_packages)
+    )
     if set(other_packages) & set(task_packages):
-        raise ValueError(f"`other_packages` and `task_packages` overlap: {sorted(set(other_packages) & set(task_packages))}")
-    check_int("n_dev", n_dev, 1); check_int("n_test", n_test, 1)
+        raise ValueError(
+            "`other_packages` and `task_packages` overlap:"
+            f" {sorted(set(other_packages) & set(task_packages))}"
+        )
+    check_int("n_dev", n_dev, 1)
+    check_int("n_test", n_test, 1)
     corpus = docstring_corpus(task_packages + other_packages, cache_dir=cache_dir)
-    source = np.array([t[0] for t in corpus.tags])            # the first tag is the package
+    source = np.array([t[0] for t in corpus.tags])  # the first tag is the package
     files = np.array(corpus.groups)
     rng = np.random.default_rng(seed)
     in_task = np.flatnonzero(np.isin(source, task_packages))
     test, used_t = _grouped_take(source[in_task], files[in_task], n_test, rng, task_packages)
     rest = np.setdiff1d(np.arange(len(in_task)), used_t)
-    dev, used_d = _grouped_take(source[in_task][rest], files[in_task][rest], n_dev, rng, task_packages)
+    dev, used_d = _grouped_take(
+        source[in_task][rest], files[in_task][rest], n_dev, rng, task_packages
+    )
     test, dev = in_task[test], in_task[rest[dev]]
     pool = in_task[np.setdiff1d(rest, rest[used_d])]
     classes = list(task_packages)
-    lt = lambda idx, nm: LabeledTexts([corpus.texts[i] for i in idx], [source[i] for i in idx], nm, classes)
+    lt = lambda idx, nm: LabeledTexts(
+        [corpus.texts[i] for i in idx], [source[i] for i in idx], nm, classes
+    )
     other = [i for i, s in enumerate(source) if s in other_packages]
-    return {"pool": lt(pool, "pool"), "dev": lt(dev, "dev"), "test": lt(test, "test"),
-            "other": [corpus.texts[i] for i in other], "other_source": [str(source[i]) for i in other]}
+    return {
+        "pool": lt(pool, "pool"),
+        "dev": lt(dev, "dev"),
+        "test": lt(test, "test"),
+        "other": [corpus.texts[i] for i in other],
+        "other_source": [str(source[i]) for i in other],
+    }
 
 # %% ../nbs/22_csslm.ipynb #ae2c46c8
-OTHER_CORPORA = ("rotten_tomatoes-plots", "guardian-headlines", "presidential-debates", "reuters-r8", "20newsgroups")
+OTHER_CORPORA = (
+    "rotten_tomatoes-plots",
+    "guardian-headlines",
+    "presidential-debates",
+    "reuters-r8",
+    "20newsgroups",
+)
 
-def dataset_task(name: str = "rotten_tomatoes",   # a labeled dataset of `text.load_text_dataset`
-                 other=OTHER_CORPORA,             # the open-domain part of the corpus: other datasets' texts
-                 n_dev: int = 50,                 # development instances per class
-                 n_test: int = 200,               # test instances per class
-                 other_per_source: int | None = 500,  # texts drawn from each `other` dataset (None: all)
-                 seed: int = 0,                   # draws dev, test and the other texts
-                ) -> dict:
-    """A task from a real dataset, as `docstring_task` returns it: `test` (`n_test` per class) from the published
-    test split; `dev` (`n_dev` per class) and `pool` from the training split, in different groups (movies) where the
-    dataset has groups; `other`/`other_source` up to `other_per_source` texts of each `other` dataset. `meta`: every
-    dataset's content hash."""
+
+def dataset_task(
+    name: str = "rotten_tomatoes",  # a labeled dataset of `text.load_text_dataset`
+    other=OTHER_CORPORA,  # the open-domain part of the corpus: other datasets' texts
+    n_dev: int = 50,  # development instances per class
+    n_test: int = 200,  # test instances per class
+    other_per_source: int | None = 500,  # texts drawn from each `other` dataset (None: all)
+    seed: int = 0,  # draws dev, test and the other texts
+) -> dict:  # `{'pool', 'dev', 'test', 'other', 'other_source', 'meta'}`
+    """A task from a real dataset, as `docstring_task` returns it: `test` (`n_test` per class) from
+    the published test split; `dev` (`n_dev` per class) and `pool` from the training split, in
+    different groups (movies) where the dataset has groups; `other`/`other_source` up to
+    `other_per_source` texts of each `other` dataset. `meta`: every dataset's content hash."""
     if name in other:
         raise ValueError(f"`other` must not hold the task's own dataset {name!r}")
     for o in other:
         check_choice("other", o, list(TEXT_DATASETS))
-    check_int("n_dev", n_dev, 1); check_int("n_test", n_test, 1)
+    check_int("n_dev", n_dev, 1)
+    check_int("n_test", n_test, 1)
     rng = np.random.default_rng(seed)
     train, test = load_text_dataset(name, "train"), load_text_dataset(name, "test")
     classes = train.tag_names()
@@ -205,23 +323,50 @@ def dataset_task(name: str = "rotten_tomatoes",   # a labeled dataset of `text.l
     groups = np.array(train.groups) if train.groups is not None else np.arange(len(ytr))
     dev_idx, used = _grouped_take(ytr, groups, n_dev, rng, classes)
     pool_idx = np.setdiff1d(np.arange(len(ytr)), used)
-    lt = lambda d, y, idx, nm: LabeledTexts([d.texts[i] for i in idx], [y[i] for i in idx], nm, classes)
-    texts, source, meta = [], [], {name: {"train": train.meta["sha256"], "test": test.meta["sha256"]}}
+    lt = lambda d, y, idx, nm: LabeledTexts(
+        [d.texts[i] for i in idx], [y[i] for i in idx], nm, classes
+    )
+    texts, source, meta = (
+        [],
+        [],
+        {name: {"train": train.meta["sha256"], "test": test.meta["sha256"]}},
+    )
     for o in other:
         od = load_text_dataset(o, "train" if "train" in TEXT_DATASETS[o][2] else "all")
-        pick = np.arange(len(od)) if other_per_source is None else np.sort(rng.permutation(len(od))[:other_per_source])
-        texts += [od.texts[i] for i in pick]; source += [o] * len(pick); meta[o] = od.meta["sha256"]
-    return {"pool": lt(train, ytr, pool_idx, "pool"), "dev": lt(train, ytr, dev_idx, "dev"),
-            "test": lt(test, yte, te_idx, "test"), "other": texts, "other_source": source, "meta": meta}
+        pick = (
+            np.arange(len(od))
+            if other_per_source is None
+            else np.sort(rng.permutation(len(od))[:other_per_source])
+        )
+        texts += [od.texts[i] for i in pick]
+        source += [o] * len(pick)
+        meta[o] = od.meta["sha256"]
+    return {
+        "pool": lt(train, ytr, pool_idx, "pool"),
+        "dev": lt(train, ytr, dev_idx, "dev"),
+        "test": lt(test, yte, te_idx, "test"),
+        "other": texts,
+        "other_source": source,
+        "meta": meta,
+    }
 
 # %% ../nbs/22_csslm.ipynb #769ae02e
-def few_shot_split(task: dict, k: int, seed: int = 0, corpus_size: int | None = None,
-                   in_domain: float | None = None) -> dict:
-    """§4.1's few-shot setting: `k` training instances per class from `task['pool']` (seeded), and the open-domain
-    corpus O = the unused pool (in-domain, unlabeled) + `task['other']`, subsampled to `corpus_size` rows — with
-    `in_domain`, that share of them from the unused pool and the rest from `task['other']` (the paper's O is mostly
-    Wikipedia), else drawn from both alike.
-    Returns `{'train': LabeledTexts, 'corpus': [text], 'corpus_source': [class or dataset], 'train_idx': pool rows}`."""
+def few_shot_split(
+    task: dict,  # a task from `dataset_task` or `docstring_task`
+    k: int,  # training instances per class
+    seed: int = 0,  # draws the training instances (and, with `seed + 1`, the corpus)
+    # rows of the open-domain corpus; None: every unused pool row and every other text
+    corpus_size: int | None = None,
+    # share of the corpus drawn from the unused pool, in [0, 1] (needs `corpus_size`); None: drawn
+    # alike
+    in_domain: float | None = None,
+) -> dict:  # `{'train', 'corpus', 'corpus_source', 'train_idx'}`
+    """§4.1's few-shot setting: `k` training instances per class from `task['pool']` (seeded), and
+    the open-domain corpus O = the unused pool (in-domain, unlabeled) + `task['other']`,
+    subsampled to `corpus_size` rows — with `in_domain`, that share of them from the unused pool
+    and the rest from `task['other']` (the paper's O is mostly Wikipedia), else drawn from both
+    alike. Returns `{'train': LabeledTexts, 'corpus': [text], 'corpus_source': [class or
+    dataset], 'train_idx': pool rows}`."""
     pool = task["pool"]
     train_idx = np.sort(k_shot_split(pool.y, k, seed))
     rest = np.setdiff1d(np.arange(len(pool)), train_idx)
@@ -234,32 +379,57 @@ def few_shot_split(task: dict, k: int, seed: int = 0, corpus_size: int | None = 
             raise ValueError("`in_domain` needs `corpus_size`")
         n_in = int(round(in_domain * corpus_size))
         if n_in > len(rest) or corpus_size - n_in > len(task["other"]):
-            raise ValueError(f"`corpus_size`={corpus_size} with `in_domain`={in_domain} needs {n_in} unused pool rows "
-                             f"(there are {len(rest)}) and {corpus_size - n_in} other rows (there are {len(task['other'])})")
-        keep = np.sort(np.concatenate([rng.choice(len(rest), n_in, replace=False),
-                                       len(rest) + rng.choice(len(task["other"]), corpus_size - n_in, replace=False)]))
+            raise ValueError(
+                f"`corpus_size`={corpus_size} with `in_domain`={in_domain} needs {n_in} unused pool"
+                f" rows (there are {len(rest)}) and {corpus_size - n_in} other rows (there are"
+                f" {len(task['other'])})"
+            )
+        keep = np.sort(
+            np.concatenate([
+                rng.choice(len(rest), n_in, replace=False),
+                len(rest) + rng.choice(len(task["other"]), corpus_size - n_in, replace=False),
+            ])
+        )
         texts, src = [texts[i] for i in keep], [src[i] for i in keep]
     elif corpus_size is not None:
         check_int("corpus_size", corpus_size, 1, len(texts))
         keep = np.sort(rng.choice(len(texts), corpus_size, replace=False))
         texts, src = [texts[i] for i in keep], [src[i] for i in keep]
-    return {"train": pool.subset(train_idx), "corpus": texts, "corpus_source": src, "train_idx": train_idx}
+    return {
+        "train": pool.subset(train_idx),
+        "corpus": texts,
+        "corpus_source": src,
+        "train_idx": train_idx,
+    }
 
 # %% ../nbs/22_csslm.ipynb #0dab3bc8
 SPECIAL_TOKENS = ("[DOMAIN]", "[CLASS]")
 
-class CSSLM(nn.Module):
-    """A PLM with a linear task head. With `special_tokens` (CSS-LM, Eq. 5): [DOMAIN] and [CLASS] in front of every
-    text and the head on x = [d; c]; without (the paper's Standard and SCF): the head on the mean of the last hidden
-    states over the text's tokens.
 
-    `path`: a local model folder (default: the bundled MiniLM); `plm`: a loaded `(tokenizer, encoder)` pair, copied
-    (never changed in place). `train_layers`: fine-tune only the top this-many blocks (None: all). `max_len`: tokens
-    per text, the special tokens included."""
-    def __init__(self, n_classes: int, path=None, train_layers: int | None = None, max_len: int = 64, plm=None,
-                 special_tokens: bool = True):
+class CSSLM(nn.Module):
+    """A PLM with a linear task head. With `special_tokens` (CSS-LM, Eq. 5): [DOMAIN] and [CLASS]
+    in front of every text and the head on x = [d; c]; without (the paper's Standard and SCF):
+    the head on the mean of the last hidden states over the text's tokens.
+
+    `path`: a local model folder (default: the bundled MiniLM); `plm`: a loaded `(tokenizer,
+    encoder)` pair, copied (never changed in place). `train_layers`: fine-tune only the top
+    this-many blocks (None: all). `max_len`: tokens per text, the special tokens included."""
+
+    def __init__(
+        self,
+        n_classes: int,  # number of classes C (at least two)
+        path=None,  # a local Hugging Face model folder; None: the bundled all-MiniLM-L6-v2
+        # fine-tune only the top this-many transformer blocks; None: all
+        train_layers: int | None = None,
+        max_len: int = 64,  # tokens per text, the special tokens included
+        # a loaded `(tokenizer, encoder)` pair, copied (never changed in place); None: load `path`
+        plm=None,
+        # put [DOMAIN] and [CLASS] in front of every text (CSS-LM); False: plain fine-tuning
+        special_tokens: bool = True,
+    ):
         super().__init__()
-        check_int("n_classes", n_classes, 2); check_int("max_len", max_len, 4)
+        check_int("n_classes", n_classes, 2)
+        check_int("max_len", max_len, 4)
         tok, enc = plm if plm is not None else load_plm(path)
         self.tokenizer, self.encoder = copy.deepcopy(tok), copy.deepcopy(enc)
         self.special_tokens = bool(special_tokens)
@@ -268,7 +438,8 @@ class CSSLM(nn.Module):
             self.special_ids = self.tokenizer.convert_tokens_to_ids(list(SPECIAL_TOKENS))
             emb = self.encoder.get_input_embeddings()
             if emb.num_embeddings < len(self.tokenizer):
-                self.encoder.resize_token_embeddings(len(self.tokenizer), mean_resizing=False)   # set below
+                # set below
+                self.encoder.resize_token_embeddings(len(self.tokenizer), mean_resizing=False)
                 emb = self.encoder.get_input_embeddings()
             with torch.no_grad():
                 for tid, word in zip(self.special_ids, ("domain", "class")):
@@ -281,30 +452,62 @@ class CSSLM(nn.Module):
         h = self.encoder.config.hidden_size
         self.head = nn.Linear(2 * h if self.special_tokens else h, n_classes)
 
-    def features(self, texts: list, batch_size: int = 64) -> dict:
-        "Token ids and mask `(n, S)` (`[DOMAIN] [CLASS] text` with special tokens) and, with frozen blocks, the bottom's hidden states."
+    def features(
+        self,
+        texts: list,  # the texts (strings)
+        batch_size: int = 64,  # texts per forward pass of the frozen bottom
+    ) -> dict:  # `{'ids', 'mask'}` (n, S), plus `'hidden'` (n, S, h) when blocks are frozen
+        """Token ids and mask `(n, S)` (`[DOMAIN] [CLASS] text` with special tokens) and, with
+        frozen blocks, the bottom's hidden states."""
         if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
             raise ValueError("`texts` must be a list of strings")
         prefix = f"{SPECIAL_TOKENS[0]} {SPECIAL_TOKENS[1]} " if self.special_tokens else ""
-        feats = plm_features(self.tokenizer, self.encoder, [prefix + t for t in texts], self.max_len, self.n_frozen, batch_size)
+        feats = plm_features(
+            self.tokenizer,
+            self.encoder,
+            [prefix + t for t in texts],
+            self.max_len,
+            self.n_frozen,
+            batch_size,
+        )
         if len(texts) and self.special_tokens:
             pos = self.special_positions(feats["ids"])
-            assert (feats["ids"][:, pos[0]] == self.special_ids[0]).all() and (feats["ids"][:, pos[1]] == self.special_ids[1]).all()
+            assert (feats["ids"][:, pos[0]] == self.special_ids[0]).all() and (
+                feats["ids"][:, pos[1]] == self.special_ids[1]
+            ).all()
         return feats
 
-    def special_positions(self, ids: torch.Tensor) -> tuple:
+    def special_positions(
+        self,
+        ids: torch.Tensor,  # (B, S) token ids from `features`
+    ) -> tuple:  # (position of [DOMAIN], position of [CLASS])
         "Positions of [DOMAIN] and [CLASS]: 0 and 1, or 1 and 2 after a start token."
         return (1, 2) if int(ids[0, 0]) != self.special_ids[0] else (0, 1)
 
-    def forward(self, ids: torch.Tensor, mask: torch.Tensor, hidden: torch.Tensor | None = None) -> tuple:
-        "`(d, c)`, each `(B, h)`: the [DOMAIN] and [CLASS] output vectors (special-token models only)."
+    def forward(
+        self,
+        ids: torch.Tensor,  # (B, S) token ids
+        mask: torch.Tensor,  # (B, S) attention mask, 1 for real tokens
+        # (B, S, h) the frozen bottom's output from `features`; required when blocks are frozen
+        hidden: torch.Tensor | None = None,
+    ) -> tuple:  # (d, c), each (B, h)
+        """`(d, c)`, each `(B, h)`: the [DOMAIN] and [CLASS] output vectors (special-token models
+        only)."""
         if not self.special_tokens:
-            raise ValueError("this model has no [DOMAIN]/[CLASS] tokens (special_tokens=False): use `represent`")
+            raise ValueError(
+                "this model has no [DOMAIN]/[CLASS] tokens (special_tokens=False): use `represent`"
+            )
         h = plm_hidden(self.encoder, ids, mask, hidden, self.n_frozen)
         a, b = self.special_positions(ids)
         return h[:, a], h[:, b]
 
-    def represent(self, ids: torch.Tensor, mask: torch.Tensor, hidden: torch.Tensor | None = None) -> torch.Tensor:
+    def represent(
+        self,
+        ids: torch.Tensor,  # (B, S) token ids
+        mask: torch.Tensor,  # (B, S) attention mask, 1 for real tokens
+        # (B, S, h) the frozen bottom's output from `features`; required when blocks are frozen
+        hidden: torch.Tensor | None = None,
+    ) -> torch.Tensor:  # (B, 2h) [d; c] with special tokens, else (B, h) token mean
         "The head's input x: `[d; c]` `(B, 2h)` with special tokens, else the token mean `(B, h)`."
         if self.special_tokens:
             return torch.cat(self(ids, mask, hidden), 1)
@@ -312,62 +515,129 @@ class CSSLM(nn.Module):
         m = mask.unsqueeze(-1).to(h.dtype)
         return (h * m).sum(1) / m.sum(1).clamp(min=1)
 
-    def classify(self, d: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    def classify(
+        self,
+        d: torch.Tensor,  # (B, h) [DOMAIN] representations
+        c: torch.Tensor,  # (B, h) [CLASS] representations
+    ) -> torch.Tensor:  # (B, C) class logits
         "Class logits `(B, C)` from x = [d; c] (f_task, Eq. 8)."
         return self.head(torch.cat([d, c], 1))
 
-def feature_subset(feats: dict, idx) -> dict:
-    "Rows `idx` of a `features` dict (features of all texts are computed once and shared by every run)."
-    idx = torch.as_tensor(np.asarray(idx), dtype=torch.long)
-    return {k: (None if v is None else v[idx]) for k, v in feats.items()}
 
-def encode(model: CSSLM, feats: dict, batch_size: int = 128) -> tuple:
-    "`(d, c)` float32 tensors `(n, h)` of every row of `feats`, in eval mode (`core.batched_inference`)."
+def feature_subset(
+    feats: dict,  # a `features` dict
+    idx,  # row indices to keep
+) -> dict:  # the same keys, rows `idx`
+    """Rows `idx` of a `features` dict (features of all texts are computed once and shared by every
+    run)."""
+    idx = torch.as_tensor(np.asarray(idx), dtype=torch.long)
+    return {k: None if v is None else v[idx] for k, v in feats.items()}
+
+
+def encode(
+    model: CSSLM,  # a `CSSLM` with special tokens
+    feats: dict,  # `model.features(texts)`
+    batch_size: int = 128,  # texts per forward pass
+) -> tuple:  # (d, c), each (n, h) float32 on the CPU
+    """`(d, c)` float32 tensors `(n, h)` of every row of `feats`, in eval mode
+    (`core.batched_inference`)."""
     if not len(feats["ids"]):
         h = model.encoder.config.hidden_size
         return torch.zeros(0, h), torch.zeros(0, h)
     dev = next(model.head.parameters()).device
-    return batched_inference(model, lambda idx: model(*feature_rows(feats, idx, dev)), len(feats["ids"]), batch_size)
+    return batched_inference(
+        model, lambda idx: model(*feature_rows(feats, idx, dev)), len(feats["ids"]), batch_size
+    )
 
-def representations(model: CSSLM, feats: dict, batch_size: int = 128) -> torch.Tensor:
+
+def representations(
+    model: CSSLM,  # a `CSSLM`
+    feats: dict,  # `model.features(texts)`
+    batch_size: int = 128,  # texts per forward pass
+) -> torch.Tensor:  # (n, 2h) or (n, h) the head's input x
     "x `(n, 2h)` or `(n, h)` (the head's input) of every row of `feats`, in eval mode."
     dev = next(model.head.parameters()).device
-    return batched_inference(model, lambda idx: model.represent(*feature_rows(feats, idx, dev)), len(feats["ids"]), batch_size)
+    return batched_inference(
+        model,
+        lambda idx: model.represent(*feature_rows(feats, idx, dev)),
+        len(feats["ids"]),
+        batch_size,
+    )
 
-def predict(model: CSSLM, feats: dict, batch_size: int = 128) -> np.ndarray:
+
+def predict(
+    model: CSSLM,  # a `CSSLM`
+    feats: dict,  # `model.features(texts)`
+    batch_size: int = 128,  # texts per forward pass
+) -> np.ndarray:  # (n, C) class probabilities
     "Class probabilities `(n, C)`."
     dev = next(model.head.parameters()).device
-    return batched_inference(model, lambda idx: torch.softmax(model.head(model.represent(*feature_rows(feats, idx, dev))), 1),
-                             len(feats["ids"]), batch_size).numpy()
+    return batched_inference(
+        model,
+        lambda idx: torch.softmax(model.head(model.represent(*feature_rows(feats, idx, dev))), 1),
+        len(feats["ids"]),
+        batch_size,
+    ).numpy()
 
-def task_scores(model: CSSLM, feats: dict, y) -> dict:
+
+def task_scores(
+    model: CSSLM,  # a `CSSLM`
+    feats: dict,  # `model.features(texts)`
+    y,  # (n,) true class ids
+) -> dict:  # `{'acc', 'macro_f1'}` in [0, 1]
     "`{'acc', 'macro_f1'}` on `feats` with true classes `y`."
     from sklearn.metrics import accuracy_score, f1_score
-    pred = predict(model, feats).argmax(1); y = label_vector(y, len(pred), "y")
-    return {"acc": float(accuracy_score(y, pred)), "macro_f1": float(f1_score(y, pred, average="macro"))}
+
+    pred = predict(model, feats).argmax(1)
+    y = label_vector(y, len(pred), "y")
+    return {
+        "acc": float(accuracy_score(y, pred)),
+        "macro_f1": float(f1_score(y, pred, average="macro")),
+    }
 
 # %% ../nbs/22_csslm.ipynb #cb32b05a
 class RepresentationStore:
-    """d and c `(M, h)` of the corpus rows (stored L2-normalised), searched by f_D, f_C or f_D + f_C.
+    """d and c `(M, h)` of the corpus rows (stored L2-normalised), searched by f_D, f_C or f_D +
+    f_C.
 
-    `backend`: "torch" (exact matmul + topk), "faiss" (exact IndexFlatIP; needs faiss) or "auto" (faiss when
-    installed and M ≥ `faiss_min_rows`, else torch)."""
-    def __init__(self, d: torch.Tensor, c: torch.Tensor, backend: str = "auto", faiss_min_rows: int = 1_000_000):
+    `backend`: "torch" (exact matmul + topk), "faiss" (exact IndexFlatIP; needs faiss) or "auto"
+    (faiss when installed and M ≥ `faiss_min_rows`, else torch)."""
+
+    def __init__(
+        self,
+        d: torch.Tensor,  # (M, h) [DOMAIN] representations of the corpus rows
+        c: torch.Tensor,  # (M, h) [CLASS] representations of the corpus rows
+        backend: str = "auto",  # `'torch'`, `'faiss'` or `'auto'`
+        # with `'auto'`: corpus rows from which faiss is used (when installed)
+        faiss_min_rows: int = 1_000_000,
+    ):
         check_choice("backend", backend, ["auto", "torch", "faiss"])
         if d.dim() != 2 or d.shape != c.shape:
-            raise ValueError(f"`d` and `c` must be (M, h) of the same shape; got {tuple(d.shape)} and {tuple(c.shape)}")
+            raise ValueError(
+                f"`d` and `c` must be (M, h) of the same shape; got {tuple(d.shape)} and"
+                f" {tuple(c.shape)}"
+            )
         if len(d) == 0:
             raise ValueError("the corpus is empty: `d` and `c` need at least one row")
-        self.d, self.c = F.normalize(d.detach().float(), dim=1).clone(), F.normalize(c.detach().float(), dim=1).clone()
+        self.d, self.c = (
+            F.normalize(d.detach().float(), dim=1).clone(),
+            F.normalize(c.detach().float(), dim=1).clone(),
+        )
         if backend == "auto":
             backend = "faiss" if len(d) >= faiss_min_rows and _has_faiss() else "torch"
         if backend == "faiss" and not _has_faiss():
             raise ImportError("backend='faiss' needs the faiss package (`pip install faiss-cpu`)")
         self.backend, self._index = backend, {}
 
-    def __len__(self): return len(self.d)
+    def __len__(self):
+        return len(self.d)
 
-    def update(self, rows, d: torch.Tensor, c: torch.Tensor):
+    def update(
+        self,
+        rows,  # corpus row indices
+        d: torch.Tensor,  # (len(rows), h) fresh [DOMAIN] representations
+        c: torch.Tensor,  # (len(rows), h) fresh [CLASS] representations
+    ):
         "Write fresh representations of corpus `rows` (§3.5)."
         rows = torch.as_tensor(rows, dtype=torch.long)
         self.d[rows] = F.normalize(d.detach().float().to(self.d.device), dim=1)
@@ -378,25 +648,43 @@ class RepresentationStore:
         return {"d": self.d, "c": self.c, "dc": torch.cat([self.d, self.c], 1)}[by]
 
     @torch.no_grad()
-    def search(self, q_d: torch.Tensor, q_c: torch.Tensor, k: int, by: str = "dc", largest: bool = True) -> torch.Tensor:
-        "Row indices `(N, k)` of the `k` most (`largest`) or least similar corpus rows per query, best first."
-        check_choice("by", by, ["d", "c", "dc"]); check_int("k", k, 1, len(self))
+    def search(
+        self,
+        q_d: torch.Tensor,  # (N, h) query [DOMAIN] representations
+        q_c: torch.Tensor,  # (N, h) query [CLASS] representations
+        k: int,  # rows returned per query
+        by: str = "dc",  # rank by `'d'` (f_D), `'c'` (f_C) or `'dc'` (f_T = f_D + f_C)
+        largest: bool = True,  # most similar first; False: least similar first
+    ) -> torch.Tensor:  # (N, k) long corpus row indices, best first
+        """Row indices `(N, k)` of the `k` most (`largest`) or least similar corpus rows per query,
+        best first."""
+        check_choice("by", by, ["d", "c", "dc"])
+        check_int("k", k, 1, len(self))
         qd = F.normalize(q_d.detach().float(), dim=1).to(self.d.device)
         qc = F.normalize(q_c.detach().float(), dim=1).to(self.d.device)
-        if self.backend == "torch":                                        # f_T: two products, no (M, 2h) copy
-            score = qd @ self.d.T if by == "d" else qc @ self.c.T if by == "c" else qd @ self.d.T + qc @ self.c.T
+        # f_T: two products, no (M, 2h) copy
+        if self.backend == "torch":
+            score = (
+                qd @ self.d.T
+                if by == "d"
+                else qc @ self.c.T if by == "c" else qd @ self.d.T + qc @ self.c.T
+            )
             return torch.topk(score, k, dim=1, largest=largest).indices
         q = {"d": qd, "c": qc, "dc": torch.cat([qd, qc], 1)}[by]
         import faiss
+
         if by not in self._index:
             m = self._matrix(by).cpu().numpy().astype(np.float32)
-            self._index[by] = faiss.IndexFlatIP(m.shape[1]); self._index[by].add(m)
+            self._index[by] = faiss.IndexFlatIP(m.shape[1])
+            self._index[by].add(m)
         qn = (q if largest else -q).cpu().numpy().astype(np.float32)
         return torch.from_numpy(self._index[by].search(qn, k)[1]).long()
+
 
 def _has_faiss() -> bool:
     try:
         import faiss  # noqa: F401
+
         return True
     except ImportError:
         return False
@@ -404,20 +692,53 @@ def _has_faiss() -> bool:
 # %% ../nbs/22_csslm.ipynb #30a3e88d
 METHODS = ("standard", "scf", "css-lm-st", "css-lm")
 
+
 def _retrieve(store: RepresentationStore, d, c, k: int, levels: str) -> dict:
-    "P_D(i), P_C(i) (top-k by f_D, f_C) and P(i), N(i) (top/bottom-k by f_T, or by f_D / f_C alone for one level)."
+    """P_D(i), P_C(i) (top-k by f_D, f_C) and P(i), N(i) (top/bottom-k by f_T, or by f_D / f_C
+    alone for one level)."""
     by = {"dc": "dc", "d": "d", "c": "c"}[levels]
     sets = {"P": store.search(d, c, k, by), "N": store.search(d, c, k, by, largest=False)}
-    if "d" in levels: sets["P_D"] = sets["P"] if by == "d" else store.search(d, c, k, "d")
-    if "c" in levels: sets["P_C"] = sets["P"] if by == "c" else store.search(d, c, k, "c")
+    if "d" in levels:
+        sets["P_D"] = sets["P"] if by == "d" else store.search(d, c, k, "d")
+    if "c" in levels:
+        sets["P_C"] = sets["P"] if by == "c" else store.search(d, c, k, "c")
     return sets
 
+
 class _CSSLMLoss:
-    "The loss of one batch for `train_csslm` — retrieval, fresh encoding of the retrieved rows, the method's terms — and the run's state."
-    def __init__(self, model, feats, y, corpus_feats, method, levels, k, temperature, warmup_epochs, corpus_grad,
-                 store, memory, sets_out):
-        self.model, self.feats, self.y, self.corpus_feats, self.method, self.levels = model, feats, y, corpus_feats, method, levels
-        self.k, self.temperature, self.warmup_epochs, self.corpus_grad = k, temperature, warmup_epochs, corpus_grad
+    """The loss of one batch for `train_csslm` — retrieval, fresh encoding of the retrieved rows,
+    the method's terms — and the run's state."""
+
+    def __init__(
+        self,
+        model,
+        feats,
+        y,
+        corpus_feats,
+        method,
+        levels,
+        k,
+        temperature,
+        warmup_epochs,
+        corpus_grad,
+        store,
+        memory,
+        sets_out,
+    ):
+        self.model, self.feats, self.y, self.corpus_feats, self.method, self.levels = (
+            model,
+            feats,
+            y,
+            corpus_feats,
+            method,
+            levels,
+        )
+        self.k, self.temperature, self.warmup_epochs, self.corpus_grad = (
+            k,
+            temperature,
+            warmup_epochs,
+            corpus_grad,
+        )
         self.store, self.memory, self.sets_out = store, memory, sets_out
         self.dev = next(model.head.parameters()).device
         self.epoch, self.switched_at, self.prev_dev, self.steps = 0, None, None, 0
@@ -426,7 +747,8 @@ class _CSSLMLoss:
         ids, mask, hidden = feature_rows(self.feats, idx, self.dev)
         yb = self.y[idx].to(self.dev)
         self.steps += 1
-        if self.store is None:                                                   # Standard, SCF: no corpus
+        # Standard, SCF: no corpus
+        if self.store is None:
             x = self.model.represent(ids, mask, hidden)
             loss = F.cross_entropy(self.model.head(x), yb)
             return loss + supcon(x, yb, self.temperature, "out") if self.method == "scf" else loss
@@ -436,13 +758,17 @@ class _CSSLMLoss:
         sets, rows, rd, rc, loc = self._retrieved(d, c, len(idx))
         loss = 0.0
         if self.method == "css-lm":
-            loss = F.cross_entropy(logits, yb) + css_loss(x, yb, torch.cat([rd, rc], 1), loc("P"), loc("N"), self.temperature)
+            loss = F.cross_entropy(logits, yb) + css_loss(
+                x, yb, torch.cat([rd, rc], 1), loc("P"), loc("N"), self.temperature
+            )
         if self.switched_at is None:
             loss = self._add_domain_and_class(loss, idx, d, c, yb, sets, rows, rd, rc, loc)
         if self.method == "css-lm-st":
             loss = loss + F.cross_entropy(logits, yb)
-            if "P" in sets:                                                     # + the pseudo-labeled retrieved positives
-                pm = loc("P")                                                   # (B, k) local rows; label: the anchor's class
+            # + the pseudo-labeled retrieved positives
+            if "P" in sets:
+                # (B, k) local rows; label: the anchor's class
+                pm = loc("P")
                 pseudo = self.model.classify(rd[pm.flatten()], rc[pm.flatten()])
                 loss = loss + F.cross_entropy(pseudo, yb.repeat_interleave(pm.shape[1]))
         if len(rows):
@@ -453,11 +779,18 @@ class _CSSLMLoss:
         return loss
 
     def _retrieved(self, d, c, b: int) -> tuple:
-        "The batch's retrieved sets, their rows encoded fresh (`rd`, `rc`), and `loc(name)`: a set as local row ids."
+        """The batch's retrieved sets, their rows encoded fresh (`rd`, `rc`), and `loc(name)`: a
+        set as local row ids."""
         none = torch.full((b, 1), -1, dtype=torch.long, device=self.dev)
-        sets = _retrieve(self.store, d, c, self.k, self.levels) if self.epoch >= self.warmup_epochs else {}
+        sets = (
+            _retrieve(self.store, d, c, self.k, self.levels)
+            if self.epoch >= self.warmup_epochs
+            else {}
+        )
         sets = {name: s.to(self.dev) for name, s in sets.items()}
-        rows = torch.unique(torch.cat([s.flatten() for s in sets.values()])) if sets else none[:0, 0]
+        rows = (
+            torch.unique(torch.cat([s.flatten() for s in sets.values()])) if sets else none[:0, 0]
+        )
         if len(rows):
             r_ids, r_mask, r_hidden = feature_rows(self.corpus_feats, rows.cpu().numpy(), self.dev)
             with torch.set_grad_enabled(self.corpus_grad):
@@ -469,79 +802,161 @@ class _CSSLMLoss:
         return sets, rows, rd, rc, (lambda name: local[sets[name]] if name in sets else none)
 
     def _add_domain_and_class(self, loss, idx, d, c, yb, sets, rows, rd, rc, loc):
-        "`loss` + L_D + L_C (Eqs. 6–7), before the switch; L_C over the batch, or over all N labeled instances from memory."
+        """`loss` + L_D + L_C (Eqs. 6–7), before the switch; L_C over the batch, or over all N
+        labeled instances from memory."""
         none = torch.full((len(idx), 1), -1, dtype=torch.long, device=self.dev)
         if "d" in self.levels:
-            d_all = self.store.d.to(self.dev).index_put((rows,), rd) if len(rows) else self.store.d.to(self.dev)
-            loss = loss + domain_loss(d, d_all, sets["P_D"] if "P_D" in sets else none, self.temperature)
+            d_all = (
+                self.store.d.to(self.dev).index_put((rows,), rd)
+                if len(rows)
+                else self.store.d.to(self.dev)
+            )
+            loss = loss + domain_loss(
+                d, d_all, sets["P_D"] if "P_D" in sets else none, self.temperature
+            )
         if "c" in self.levels and self.memory is None:
             loss = loss + class_loss(c, yb, rc, loc("P_C"), self.temperature)
-        elif "c" in self.levels:                                                # Eq. 7 over all N labeled instances
+        # Eq. 7 over all N labeled instances
+        elif "c" in self.levels:
             mem, at = self.memory, torch.as_tensor(idx, dtype=torch.long, device=self.dev)
             c_all, P_all = mem["c"].index_put((at,), c), mem["P_C"].clone()
             P_all[at] = sets["P_C"] if "P_C" in sets else -1
-            c_o = self.store.c.to(self.dev).index_put((rows,), rc) if len(rows) else self.store.c.to(self.dev)
-            loss = loss + class_loss(c_all, self.y.to(self.dev), c_o, P_all, self.temperature, anchors=at)
-            mem["c"][at] = c.detach(); mem["P_C"] = P_all
+            c_o = (
+                self.store.c.to(self.dev).index_put((rows,), rc)
+                if len(rows)
+                else self.store.c.to(self.dev)
+            )
+            loss = loss + class_loss(
+                c_all, self.y.to(self.dev), c_o, P_all, self.temperature, anchors=at
+            )
+            mem["c"][at] = c.detach()
+            mem["P_C"] = P_all
         return loss
 
     def after_epoch(self, rec, switch: bool, has_dev: bool):
         "Count the epoch; switch to L_CE + L_CSS when the dev score drops after the warm-up (§4.2)."
         self.epoch += 1
         rec["objective"] = "switched" if self.switched_at is not None else "full"
-        if (self.store is not None and switch and has_dev and self.switched_at is None and self.epoch > self.warmup_epochs
-                and self.prev_dev is not None and rec["dev_acc"] < self.prev_dev):
+        if (
+            self.store is not None
+            and switch
+            and has_dev
+            and self.switched_at is None
+            and self.epoch > self.warmup_epochs
+            and self.prev_dev is not None
+            and rec["dev_acc"] < self.prev_dev
+        ):
             self.switched_at = rec["epoch"]
         if has_dev:
             self.prev_dev = rec["dev_acc"]
 
-def train_csslm(model: CSSLM, feats: dict, y, corpus_feats: dict | None = None, method: str = "css-lm",
-                levels: str = "dc", k: int = 16, epochs: int = 10, batch_size: int = 4, lr: float = 2e-5,
-                head_lr: float = 1e-3, temperature: float = 0.3, warmup_epochs: int = 1, switch: bool = True,
-                corpus_grad: bool = True, dev: tuple | None = None, seed: int = 0, backend: str = "auto",
-                corpus_batch: int = 256, class_sums: str = "batch", log=None) -> dict:
-    """Fine-tune `model` in place with `method` (see the table above); returns the `fit_epochs` record plus
-    `switched_at` (epoch or None), `sets` (the last retrieved P(i), P_D(i), P_C(i) per training row, −1 where never
-    retrieved), `steps` and, with `class_sums="all"`, `class_memory` (the last c and P_C of every labeled instance). `feats = model.features(train_texts)`, `y (n,)` class ids, `corpus_feats` the corpus's
-    features (needed by the CSS methods), `dev = (dev_feats, dev_y)` selects the best epoch by accuracy.
-    `class_sums`: "batch" — L_C's labeled sums and N_C(i) over the batch; "all" — over all N labeled instances,
-    from a memory of their [CLASS] vectors and P_C sets refreshed as each instance is trained on (Eq. 7's j = 1…N)."""
-    check_choice("method", method, list(METHODS)); check_choice("levels", levels, ["dc", "d", "c"])
+
+def _check_csslm_args(model, feats, y, corpus_feats, method, levels, k, epochs, batch_size,
+                      warmup_epochs, temperature, class_sums) -> tuple:
+    "Checked arguments of `train_csslm`: `(n, y, uses_corpus)`, y a long tensor of class ids."
+    check_choice("method", method, list(METHODS))
+    check_choice("levels", levels, ["dc", "d", "c"])
     check_choice("class_sums", class_sums, ["batch", "all"])
-    check_int("epochs", epochs, 1); check_int("batch_size", batch_size, 1); check_int("warmup_epochs", warmup_epochs, 0)
+    check_int("epochs", epochs, 1)
+    check_int("batch_size", batch_size, 1)
+    check_int("warmup_epochs", warmup_epochs, 0)
     check_range("temperature", temperature, 0, low_inclusive=False)
     n = len(feats["ids"])
     y = torch.as_tensor(label_vector(y, n, "y"))
     if int(y.max()) >= model.head.out_features:
-        raise ValueError(f"`y` must hold class ids in [0, {model.head.out_features - 1}]; got {int(y.max())}")
+        raise ValueError(
+            f"`y` must hold class ids in [0, {model.head.out_features - 1}]; got {int(y.max())}"
+        )
     uses_corpus = method in ("css-lm", "css-lm-st")
     if uses_corpus and corpus_feats is None:
         raise ValueError(f"method={method!r} retrieves from the corpus: pass `corpus_feats`")
     if uses_corpus and not model.special_tokens:
-        raise ValueError(f"method={method!r} needs the [DOMAIN]/[CLASS] tokens: build the model with special_tokens=True")
+        raise ValueError(
+            f"method={method!r} needs the [DOMAIN]/[CLASS] tokens: build the model with"
+            " special_tokens=True"
+        )
     if uses_corpus:
         check_int("k", k, 1, len(corpus_feats["ids"]) // 2)
-    torch.manual_seed(seed); rng = np.random.default_rng(seed)
+    return n, y, uses_corpus
+
+
+def _corpus_state(model, feats, corpus_feats, n, k, levels, class_sums, backend, corpus_batch,
+                  device) -> tuple:
+    """`(store, memory, sets_out)` of a CSS run: the store of the whole corpus encoded once, the
+    memory of every labeled instance's c and P_C (`class_sums="all"` with L_C; else None) and the
+    arrays of the last retrieved sets, −1 where never retrieved."""
+    sets_out = {name: -np.ones((n, k), dtype=np.int64) for name in ("P", "P_D", "P_C")}
+    d0, c0 = encode(model, corpus_feats, corpus_batch)
+    store, memory = RepresentationStore(d0, c0, backend=backend), None
+    if class_sums == "all" and "c" in levels:  # c and P_C of every labeled instance, as last seen
+        memory = {
+            "c": encode(model, feats, corpus_batch)[1].to(device),
+            "P_C": torch.full((n, k), -1, dtype=torch.long, device=device),
+        }
+    return store, memory, sets_out
+
+
+def train_csslm(
+    model: CSSLM,  # a `CSSLM`, trained in place
+    feats: dict,  # `model.features(train_texts)`
+    y,  # (n,) class ids of the training texts
+    corpus_feats: dict | None = None,  # `model.features(corpus_texts)`; for the CSS methods
+    method: str = "css-lm",  # `'standard'`, `'scf'`, `'css-lm-st'` or `'css-lm'`
+    levels: str = "dc",  # `'dc'` (L_D and L_C), `'d'` (L_D only) or `'c'` (L_C only)
+    k: int = 16,  # corpus rows retrieved per anchor and set
+    epochs: int = 10,  # passes over the training texts
+    batch_size: int = 4,  # labeled anchors per AdamW step
+    lr: float = 2e-5,  # AdamW learning rate of the encoder
+    head_lr: float = 1e-3,  # AdamW learning rate of the new head
+    temperature: float = 0.3,  # τ > 0 of the contrastive terms
+    warmup_epochs: int = 1,  # epochs with empty retrieved sets before retrieval starts
+    switch: bool = True,  # drop the corpus terms once the dev accuracy drops (§4.2)
+    corpus_grad: bool = True,  # encode the retrieved rows with gradients (the paper)
+    dev: tuple | None = None,  # `(dev_feats, dev_y)`: keep the best-accuracy epoch; None: last
+    seed: int = 0,  # seed of the initialisation and batch order
+    backend: str = "auto",  # retrieval backend of the `RepresentationStore`
+    corpus_batch: int = 256,  # texts per forward pass when the corpus is encoded
+    class_sums: str = "batch",  # `'batch'` or `'all'` (L_C over all N labeled instances)
+    log=None,  # called with each epoch's record (e.g. `print`); None: silent
+) -> dict:  # the `fit_epochs` record plus `switched_at`, `sets`, `steps`, `class_memory`
+    """Fine-tune `model` in place with `method`: `"standard"` (the cross-entropy L_CE, Eq. 8),
+    `"scf"` (L_CE + SupCon L_CS on x, Eq. 1), `"css-lm-st"` (L_D + L_C + the cross-entropy on
+    the labeled instances and on their retrieved positives P(i), pseudo-labeled with the
+    anchor's class) or `"css-lm"` (L_CE + L_CSS + L_D + L_C, Eq. 9, then L_CE + L_CSS once the
+    dev accuracy drops); the last two retrieve from the corpus.
+
+    Returns the `fit_epochs` record plus `switched_at` (epoch or None), `sets` (the last
+    retrieved P(i), P_D(i), P_C(i) per training row, −1 where never retrieved), `steps` and,
+    with `class_sums="all"`, `class_memory` (the last c and P_C of every labeled instance).
+    `class_sums`: "batch" — L_C's labeled sums and N_C(i) over the batch; "all" — over all N
+    labeled instances, from a memory of their [CLASS] vectors and P_C sets refreshed as each
+    instance is trained on (Eq. 7's j = 1…N)."""
+    n, y, uses_corpus = _check_csslm_args(model, feats, y, corpus_feats, method, levels, k, epochs,
+                                          batch_size, warmup_epochs, temperature, class_sums)
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
     devc = next(model.head.parameters()).device
     enc_params = [p for p in model.encoder.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW([{"params": enc_params, "lr": lr}, {"params": model.head.parameters(), "lr": head_lr}])
-    sets_out = {name: -np.ones((n, k), dtype=np.int64) for name in ("P", "P_D", "P_C")} if uses_corpus else {}
-    store = memory = None
+    opt = torch.optim.AdamW(
+        [{"params": enc_params, "lr": lr}, {"params": model.head.parameters(), "lr": head_lr}]
+    )
+    store, memory, sets_out = None, None, {}
     if uses_corpus:
-        d0, c0 = encode(model, corpus_feats, corpus_batch)
-        store = RepresentationStore(d0, c0, backend=backend)
-        if class_sums == "all" and "c" in levels:        # c and P_C of every labeled instance, as last seen
-            memory = {"c": encode(model, feats, corpus_batch)[1].to(devc), "P_C": torch.full((n, k), -1, dtype=torch.long, device=devc)}
-    step = _CSSLMLoss(model, feats, y, corpus_feats, method, levels, k, temperature, warmup_epochs, corpus_grad,
-                      store, memory, sets_out)
+        store, memory, sets_out = _corpus_state(model, feats, corpus_feats, n, k, levels,
+                                                class_sums, backend, corpus_batch, devc)
+    step = _CSSLMLoss(model, feats, y, corpus_feats, method, levels, k, temperature,
+                      warmup_epochs, corpus_grad, store, memory, sets_out)
+
     def dev_score():
         s = task_scores(model, dev[0], dev[1])
         return {"dev_acc": s["acc"], "dev_macro_f1": s["macro_f1"]}
-    out = fit_epochs(model, opt, n, epochs, batch_size, rng, step, dev_score if dev is not None else None,
-                     "dev_acc" if dev is not None else None, after_epoch=lambda rec: step.after_epoch(rec, switch, dev is not None),
-                     log=log)
-    out.update(switched_at=step.switched_at, sets=sets_out, steps=step.steps, method=method, levels=levels,
-               class_sums=class_sums if uses_corpus and "c" in levels else None,
-               class_memory=None if memory is None else {k_: v.cpu().numpy() for k_, v in memory.items()})
-    return out
 
+    has_dev = dev is not None
+    out = fit_epochs(model, opt, n, epochs, batch_size, rng, step,
+                     dev_score if has_dev else None, "dev_acc" if has_dev else None,
+                     after_epoch=lambda rec: step.after_epoch(rec, switch, has_dev), log=log)
+    memory_np = None if memory is None else {k_: v.cpu().numpy() for k_, v in memory.items()}
+    out.update(switched_at=step.switched_at, sets=sets_out, steps=step.steps, method=method,
+               levels=levels, class_sums=class_sums if uses_corpus and "c" in levels else None,
+               class_memory=memory_np)
+    return out
