@@ -16,27 +16,45 @@ from .core import check_choice, read_json
 __all__ = ['read_result', 'markdown_table', 'show_table', 'results_figure']
 
 # %% ../nbs/41_report.ipynb #3368223c
-def read_result(path) -> pd.DataFrame | dict | list:
+def read_result(
+    path,  # a `.parquet`, `.csv` or `.json` file under `nbs/results/<experiment>/`
+) -> pd.DataFrame | dict | list:  # a DataFrame (`.parquet`, `.csv`) or the JSON value
     "A results artefact: `.parquet` or `.csv` → a DataFrame, `.json` → the object it holds."
     path = Path(path)
     check_choice("suffix of `path`", path.suffix, [".parquet", ".csv", ".json"])
     if not path.exists():
         near = sorted(p.name for p in path.parent.iterdir()) if path.parent.is_dir() else []
-        raise FileNotFoundError(f"no results file {path}" + (f"; {path.parent} holds {near}" if near
-                                else f"; the folder {path.parent} does not exist (run `make notebooks`?)"))
+        raise FileNotFoundError(
+            f"no results file {path}"
+            + (
+                f"; {path.parent} holds {near}"
+                if near
+                else f"; the folder {path.parent} does not exist (run `make notebooks`?)"
+            )
+        )
     if path.suffix == ".json":
         return read_json(path)
     return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
 
 # %% ../nbs/41_report.ipynb #7dc85cb7
-def markdown_table(table: pd.DataFrame, columns: list | None = None, rename: dict | None = None,
-                   floatfmt: str = ".3f", bold_max: list | None = None, bold_min: list | None = None,
-                   missing: str = "–", index: bool = False) -> str:
-    "`table` as a GitHub Markdown table (text); the largest/smallest value of `bold_max`/`bold_min` columns in bold."
+def markdown_table(
+    table: pd.DataFrame,  # the results table
+    columns: list | None = None,  # columns to show, in order; None: all
+    rename: dict | None = None,  # column → header to show
+    floatfmt: str = ".3f",  # format of float cells (e.g. '.3f')
+    bold_max: list | None = None,  # columns whose largest value is set in bold
+    bold_min: list | None = None,  # columns whose smallest value is set in bold
+    missing: str = "–",  # text shown for None and NaN
+    index: bool = False,  # show the DataFrame's index as a first column
+) -> str:  # GitHub-flavoured Markdown (pipe table)
+    """`table` as a GitHub Markdown table (text); the largest/smallest value of
+    `bold_max`/`bold_min` columns in bold."""
     if not isinstance(table, pd.DataFrame):
         raise TypeError(f"`table` must be a pandas DataFrame; got {type(table).__name__}")
     columns = list(columns) if columns is not None else list(table.columns)
-    unknown = [c for c in columns + list(bold_max or []) + list(bold_min or []) if c not in table.columns]
+    unknown = [
+        c for c in columns + list(bold_max or []) + list(bold_min or []) if c not in table.columns
+    ]
     if unknown:
         raise ValueError(f"columns {unknown} are not in the table; it has {list(table.columns)}")
     t = table[columns].copy()
@@ -57,21 +75,38 @@ def markdown_table(table: pd.DataFrame, columns: list | None = None, rename: dic
     return shown.to_markdown(index=index, tablefmt="pipe", disable_numparse=True)
 
 # %% ../nbs/41_report.ipynb #431a7fb4
-def show_table(source, query: str | None = None, **kwargs):
-    "Display the results table at `source` (a `.parquet`/`.csv` path or a DataFrame) as Markdown; `kwargs` go to `markdown_table`."
+def show_table(
+    source,  # a `.parquet`/`.csv` path or a DataFrame
+    query: str | None = None,  # a `DataFrame.query` row filter, or None
+    **kwargs,  # passed on to `markdown_table` (columns, rename, bold_max, …)
+):
+    """Display the results table at `source` (a `.parquet`/`.csv` path or a DataFrame) as Markdown;
+    `kwargs` go to `markdown_table`."""
     from IPython.display import Markdown
+
     table = source if isinstance(source, pd.DataFrame) else read_result(source)
     if not isinstance(table, pd.DataFrame):
-        raise ValueError(f"{source} holds a {type(table).__name__}, not a table; build a DataFrame from it first")
+        raise ValueError(
+            f"{source} holds a {type(table).__name__}, not a table; build a DataFrame from it first"
+        )
     if query:
         table = table.query(query)
     return Markdown(markdown_table(table, **kwargs))
 
 # %% ../nbs/41_report.ipynb #fbf296d0
-def results_figure(table: pd.DataFrame, x: str, y: str, color: str | None = None, error_y: str | None = None,
-                   title: str | None = None, mode: str = "lines+markers"):
-    "A plotly figure of `y` against `x` from a results table, one trace per value of `color`, with `error_y` bars."
+def results_figure(
+    table: pd.DataFrame,  # the results table
+    x: str,  # column on the x axis
+    y: str,  # column on the y axis
+    color: str | None = None,  # column whose values make one trace each, or None
+    error_y: str | None = None,  # column of error-bar half-widths, or None
+    title: str | None = None,  # figure title, or None
+    mode: str = "lines+markers",  # 'lines+markers', 'markers' or 'lines'
+):
+    """A plotly figure of `y` against `x` from a results table, one trace per value of `color`,
+    with `error_y` bars."""
     import plotly.graph_objects as go
+
     if not isinstance(table, pd.DataFrame):
         raise TypeError(f"`table` must be a pandas DataFrame; got {type(table).__name__}")
     missing = [c for c in (x, y, color, error_y) if c is not None and c not in table.columns]
@@ -82,12 +117,28 @@ def results_figure(table: pd.DataFrame, x: str, y: str, color: str | None = None
     groups = table.groupby(color, sort=False) if color else [(None, table)]
     for name, g in groups:
         extra = [c for c in table.columns if c not in (x, y)]
-        fig.add_trace(go.Scatter(
-            x=g[x], y=g[y], mode=mode, name=str(name) if name is not None else y,
-            error_y=dict(type="data", array=g[error_y].tolist(), visible=True) if error_y else None,
-            customdata=g[extra].astype(str).to_numpy(),
-            hovertemplate=f"{x}=%{{x}}<br>{y}=%{{y:.4g}}<br>" + "<br>".join(
-                f"{c}=%{{customdata[{i}]}}" for i, c in enumerate(extra)) + "<extra></extra>"))
-    fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, template="plotly_white", height=420,
-                      margin=dict(l=60, r=20, t=50 if title else 20, b=50), legend_title_text=color or "")
+        fig.add_trace(
+            go.Scatter(
+                x=g[x],
+                y=g[y],
+                mode=mode,
+                name=str(name) if name is not None else y,
+                error_y=(
+                    dict(type="data", array=g[error_y].tolist(), visible=True) if error_y else None
+                ),
+                customdata=g[extra].astype(str).to_numpy(),
+                hovertemplate=f"{x}=%{{x}}<br>{y}=%{{y:.4g}}<br>"
+                + "<br>".join(f"{c}=%{{customdata[{i}]}}" for i, c in enumerate(extra))
+                + "<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        title=title,
+        xaxis_title=x,
+        yaxis_title=y,
+        template="plotly_white",
+        height=420,
+        margin=dict(l=60, r=20, t=50 if title else 20, b=50),
+        legend_title_text=color or "",
+    )
     return fig
