@@ -13,8 +13,10 @@
    site itself); widget views (which need a kernel) dropped. `show_doc` prints every entry as `def Name(`, so a
    class gets `class Name(` back, and an entry without a docstring loses the text Python lends it ("Call self as a
    function."). The notebooks in `EXECUTE_ON_BUILD` (the architecture page, which reads the library's source) are
-   executed again on every build, so what they say is the code as it is. Every cell gets an id derived from its
-   page and position, so that an unchanged notebook gives the same source file and Sphinx skips it.
+   executed again whenever the library or the tests change, so what they say is the code as it is. Every cell gets
+   an id derived from its page and position, so that an unchanged notebook gives the same source file and Sphinx
+   skips it; a page whose processed notebook and context (pages, API, library, tests) are unchanged is not
+   rewritten at all (keys in `_build/docs/page-keys/`).
 4. The sidebar: the tutorials, then the guides (the architecture page), then the library notebooks grouped by the
    number they start with (`SECTIONS`: the numbering rule of the architecture page), each under a readable title
    (`TITLES`, else the start of its notebook's summary).
@@ -110,7 +112,8 @@ TITLES = {
     "report": "Results tables and figures",
 }
 TUTORIALS_CAPTION, GUIDES_CAPTION = "Tutorials", "How it fits together"
-# Notebooks executed again by every build (in memory; the source is not changed): they read the library's code
+# Notebooks executed again when their page is rewritten (in memory; the source is not changed): they read the
+# library's code and the tests
 EXECUTE_ON_BUILD = {"architecture.ipynb"}
 
 
@@ -550,9 +553,8 @@ def sphinx_sources(proc: Path, nbs: Path, src: Path, doc_url: str, lib: Path | N
     missing = [str(p) for p in order if not (proc / p).exists()]
     if missing:
         raise RuntimeError(f"nbdev's processing produced no {missing} in {proc}")
-    nbs_read = {str(p): nbformat.read(proc / p, as_version=4) for p in order}
-    for k in EXECUTE_ON_BUILD & set(nbs_read):
-        nbs_read[k] = execute_notebook(nbs_read[k], nbs / Path(k).parent)
+    raw = {str(p): (proc / p).read_bytes() for p in order}
+    nbs_read = {k: nbformat.reads(b.decode("utf-8"), as_version=4) for k, b in raw.items()}
     fronts = {k: _front_matter(nb) for k, nb in nbs_read.items()}
     pages = {k: page_of(Path(k), fronts[k]) for k in nbs_read}
     dup = {v for v in pages.values() if list(pages.values()).count(v) > 1}
@@ -562,17 +564,25 @@ def sphinx_sources(proc: Path, nbs: Path, src: Path, doc_url: str, lib: Path | N
                           for o in c.get("outputs", []) if (a := show_doc_anchor(o.get("data", {}).get("text/markdown", "")))}
                for k, nb in nbs_read.items()}
     ctx = PageContext(doc_url, pages, anchors, api_index(lib) if lib and (lib / "_modidx.py").exists() else {})
+    common = _context_digest(ctx, lib, nbs.parent, order, fronts)
+    keys = src.parent / "page-keys"
     wanted = set()
     for k, nb in nbs_read.items():
+        dest, stamp = src / (pages[k] + ".ipynb"), keys / (pages[k] + ".sha256")
+        key = hashlib.sha256(common.encode() + raw[k]).hexdigest()
+        wanted.add(dest)
+        if dest.exists() and stamp.exists() and stamp.read_text() == key:
+            continue                                  # rewritten from the same inputs last time: the same page
+        if k in EXECUTE_ON_BUILD:
+            nb = execute_notebook(nb, nbs / Path(k).parent)
         out = rewrite_notebook(nb, Path(k), ctx)
         if k == "index.ipynb":
             for caption, entries in site_nav(order, pages, fronts):
                 out.cells.append(nbformat.v4.new_markdown_cell(toctree_cell(entries, caption)))
         for i, c in enumerate(out.cells):            # ids from the position: the same notebook, the same file
             c.id = f"cell-{i}"
-        dest = src / (pages[k] + ".ipynb")
         _write_if_changed(dest, nbformat.writes(out))
-        wanted.add(dest)
+        _write_if_changed(stamp, key)
     # images and other files the pages refer to (nbdev copied them into _proc)
     for f in proc.rglob("*"):
         rel = f.relative_to(proc)
@@ -585,6 +595,21 @@ def sphinx_sources(proc: Path, nbs: Path, src: Path, doc_url: str, lib: Path | N
         if f.is_file() and f not in wanted:
             f.unlink()
     return pages
+
+
+def _context_digest(ctx: PageContext, lib: Path | None, root: Path, order: list, fronts: dict) -> str:
+    """What every page's rewriting depends on besides its own notebook: the site's pages, API anchors and symbols
+    (links, parameter tables), the sidebar, the library's and the tests' source (parameter tables; the architecture
+    page reads both) and this script. A page whose notebook and context are unchanged is not rewritten (nor is the
+    library imported for it)."""
+    h = hashlib.sha256(json.dumps([ctx.doc_url, ctx.pages, {k: sorted(v) for k, v in ctx.anchors.items()}, ctx.api,
+                                   [str(p) for p in order], fronts], sort_keys=True, default=str).encode())
+    files = [Path(__file__)] + ([p for p in sorted(lib.rglob("*.py"))] if lib else []) \
+        + sorted((root / "tests").rglob("*.py")) + [root / "settings.ini"]
+    for f in files:
+        if f.is_file() and "__pycache__" not in f.parts:
+            h.update(str(f.name).encode() + hashlib.sha256(f.read_bytes()).digest())
+    return h.hexdigest()
 
 
 def build_sphinx(src: Path, out: Path, doctrees: Path, jobs: int = 2, quiet: bool = True) -> None:

@@ -302,6 +302,10 @@ def test_every_api_entry_has_a_description(built):
     assert not bare, f"{len(bare)} API entries without a docstring:\n" + "\n".join(bare)
 
 
+VOID_TAGS = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track",
+             "wbr"}
+
+
 class _Prose(__import__("html.parser").parser.HTMLParser):
     """The text of a page's article in three parts: code cells' source, notebook outputs, and the rest (headings,
     prose, API entries)."""
@@ -319,7 +323,7 @@ class _Prose(__import__("html.parser").parser.HTMLParser):
         return "prose"
 
     def handle_starttag(self, tag, attrs):
-        if tag in ("br", "img", "hr", "meta", "link", "input", "wbr"):
+        if tag in VOID_TAGS:
             return
         cls = dict(attrs).get("class") or ""
         kind = "code" if "cell_input" in cls else "output" if "cell_output" in cls else None
@@ -329,7 +333,7 @@ class _Prose(__import__("html.parser").parser.HTMLParser):
         self.in_article += tag == "article"
 
     def handle_endtag(self, tag):
-        if tag in ("br", "img", "hr", "meta", "link", "input", "wbr"):
+        if tag in VOID_TAGS:
             return
         if self.stack:
             self.stack.pop()
