@@ -371,8 +371,8 @@ def _symbol(full: str):
 
 
 def _esc(text: str) -> str:
-    "Text for a Markdown table cell: a `|` would end the cell."
-    return text.replace("|", "\\|")
+    "Text for a Markdown table cell: one line (a comment continued on the next lines is one docment), `|` escaped."
+    return " ".join(text.split("\n")).replace("|", "\\|")
 
 
 def _cell(v) -> str:
