@@ -458,10 +458,10 @@ class NonFiniteError(RuntimeError):
 
     def __init__(
         self,
-        msg: str,
-        update: int | None = None,
-        batch_ids: dict | None = None,
-        term: str | None = None,
+        msg: str,  # what was not finite, in a sentence
+        update: int | None = None,  # the update it happened in
+        batch_ids: dict | None = None,  # loader name → the item ids of that update's batch
+        term: str | None = None,  # the loss term, where one is to blame
     ):
         super().__init__(msg)
         self.update, self.batch_ids, self.term = update, batch_ids or {}, term
@@ -471,7 +471,13 @@ class Preempted(RuntimeError):
     """Training stopped on a signal (SIGTERM/SIGUSR1) after writing a checkpoint; calling `fit`
     again resumes it."""
 
-    def __init__(self, msg: str, update: int, signal_name: str, checkpoint: Path | None):
+    def __init__(
+        self,
+        msg: str,  # what happened, in a sentence
+        update: int,  # the update the checkpoint was written after
+        signal_name: str,  # 'SIGTERM' or 'SIGUSR1'
+        checkpoint: Path | None,  # the checkpoint written (None: the run has no run folder)
+    ):
         super().__init__(msg)
         self.update, self.signal_name, self.checkpoint = update, signal_name, checkpoint
 

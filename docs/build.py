@@ -314,12 +314,36 @@ def _symbol_or_none(full: str | None):
         return None
 
 
+def _signature_parameters(f) -> dict:
+    "`inspect.signature(f).parameters`, or nothing where there is no signature."
+    try:
+        return dict(inspect.signature(f).parameters)
+    except (TypeError, ValueError):
+        return {}
+
+
 def _builtin_init(cls) -> bool:
     "True when a class takes its constructor from Python itself (`object`, `Exception`, …): it has no parameters."
     if dataclasses.is_dataclass(cls):
         return False
     owner = next((k for k in cls.__mro__ if "__init__" in vars(k)), object)
-    return owner.__module__ == "builtins"
+    # Python's own, or torch's `nn.Module.__init__(*args, **kwargs)` inherited by a module that adds none
+    return owner.__module__ == "builtins" or (owner.__module__, owner.__qualname__) == ("torch.nn.modules.module", "Module")
+
+
+def _star_comment(f, name: str) -> str | None:
+    """The comment of a `*name` / `**name` parameter, which fastcore's `docments` leaves out: the comment on its
+    line of the signature, or a comment alone on the line above it."""
+    try:
+        lines = inspect.getsource(f).splitlines()
+    except (OSError, TypeError):
+        return None
+    for i, line in enumerate(lines):
+        m = re.match(rf"\s*\*{{1,2}}{re.escape(name)}\b[^#]*?(?:#\s*(.*))?$", line)
+        if m:
+            above = lines[i - 1].strip() if i else ""
+            return (m.group(1) or "").strip() or (above[1:].strip() if above.startswith("#") else None)
+    return None
 
 
 def _bases(cls) -> str:
@@ -388,6 +412,10 @@ def api_parameters(obj) -> tuple[dict, dict | None]:
         return {}, None
     dm = dict(docments(obj, full=True))
     dm.pop("self", None)
+    f = obj.__init__ if inspect.isclass(obj) else obj
+    for name, p in _signature_parameters(f).items():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and name in dm and not dm[name].get("docment"):
+            dm[name] = {**dm[name], "docment": _star_comment(f, name)}
     ret = dm.pop("return", None)
     return dm, (None if inspect.isclass(obj) else ret)
 
