@@ -154,7 +154,7 @@ def comparison_widget(cmp):
     legend = _panel(legend_html(views[0]), "auto", "cnb-legend")
     a.subscribe(lambda what, **_: what == "view" and setattr(legend, "value", legend_html(views[0])))
     table = W.HTML(cmp.collapse.round(3).to_html(index=False) if cmp.collapse is not None else "")
-    box = W.VBox([W.HBox([color, drag_mode(views[0]), status]), grid, legend, W.HBox([item, info, table])])
+    box = W.VBox([W.HBox([color, drag_mode(*views), status]), grid, legend, W.HBox([item, info, table])])
     box.add_class("cnb-compare")
     box.views, box.controls = views, {"color": color, "item": item, "counts": info, "status": status, "legend": legend}
     return box

@@ -244,25 +244,27 @@ def _panel(html_text="", width="300px", cls=None, **layout):
 def legend_html(view: StateScatter) -> str:
     "The colour key of a view: a swatch and the (escaped) name of each category it draws, in natural order."
     items = sorted(view.encoding["colors"].items(), key=lambda kv: (kv[0] in ("filtered out",) or kv[0].startswith(("other (", "missing")), _natural_key(kv[0])))
-    return "".join(f"<div class='cnb-legend-item'><span style='display:inline-block;width:10px;height:10px;border-radius:5px;"
-                   f"background:{c};margin-right:6px'></span>{html.escape(name)}</div>" for name, c in items)
+    return "".join(f"<span class='cnb-legend-item' style='display:inline-block;margin:0 14px 2px 0'><span style='display:inline-block;"
+                   f"width:10px;height:10px;border-radius:5px;background:{c};margin-right:5px'></span>{html.escape(name)}</span>"
+                   for name, c in items)
 
-def drag_mode(view: StateScatter):
-    "Buttons for what a drag does in a view — lasso, box or pan & zoom — kept in step with jupyter-scatter's own toolbar."
+def drag_mode(*views: StateScatter):
+    "Buttons for what a drag does in the views — lasso, box or pan & zoom — kept in step with jupyter-scatter's own toolbar."
     import ipywidgets as W
     modes = {"lasso": ("lasso", "freeform"), "box": ("lasso", "rectangle"), "pan & zoom": ("panZoom", None)}
     buttons = W.ToggleButtons(options=list(modes), value="lasso", description="drag", style={"button_width": "80px"})
     buttons.add_class("cnb-drag-mode")
-    def to_view(ch):
+    def to_views(ch):
         mouse, lasso = modes[ch["new"]]
-        with view.widget.hold_sync():
-            view.widget.mouse_mode = mouse
-            if lasso: view.widget.lasso_type = lasso
-    def from_view(_):
-        w = view.widget
+        for v in views:
+            with v.widget.hold_sync():
+                v.widget.mouse_mode = mouse
+                if lasso: v.widget.lasso_type = lasso
+    def from_view(change):
+        w = change["owner"]
         buttons.value = "pan & zoom" if w.mouse_mode != "lasso" else "box" if w.lasso_type == "rectangle" else "lasso"
-    buttons.observe(to_view, names="value")
-    view.widget.observe(from_view, names=["mouse_mode", "lasso_type"])
+    buttons.observe(to_views, names="value")
+    for v in views: v.widget.observe(from_view, names=["mouse_mode", "lasso_type"])
     return buttons
 
 def explorer_widget(ex):
