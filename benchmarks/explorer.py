@@ -6,18 +6,21 @@ projection: from an embedding table (default 20,000 x 128, 50 clustered classes)
   * the peer: scikit-learn's Barnes-Hut t-SNE on the same PCA-50 input, same perplexity and iterations;
   * building the explorer and its figure from the cached projection.
 
-browser: the explorer at 100,000 points (all drawn, projection cached) in JupyterLab + headless Chromium (software
-WebGL), driven with real mouse events through the harness of tests/test_explorer_browser.py:
-  * page: notebook run -> plot drawn; a colour change -> redrawn;
+browser: the explorer (jupyter-scatter under `ExplorerState`; all points drawn, projection cached) in JupyterLab +
+headless Chromium (software WebGL), driven with real mouse events through the harness of
+tests/test_explorer_browser.py, at each of --browser-n (default 100,000 and 1,000,000; results under "browser" and
+"browser_1000000"):
+  * page: the explorer's cell run (kernel already started) -> points drawn, with where the time went; a colour
+    change -> the new points drawn (the peer's cell runs only after the explorer has been measured);
   * hover -> the kernel's item panel updated (timed in the page, from the mouse event to the panel's change);
-  * box selection -> plotly's selection event, and -> the kernel's counts panel updated (from mouse-up);
-  * the same hovers and selections through the peer: plotly's own FigureWidget with an ipywidgets panel filled by
-    its on_hover / on_selection callbacks (the stack the explorer used before), counting the selections that never
-    reached the kernel;
-  * the kernel-side handlers alone (hover, selection of 1k / 10k / 50k rows, a redraw), in this process.
+  * box and lasso drags whose corners sit 1-5 px from a point -> the scatter's own selection, and -> the kernel's
+    counts panel showing that count (from mouse-up); a selection whose count never reaches the panel is lost;
+  * the same hovers and box selections through the peer: plotly's own FigureWidget with an ipywidgets panel filled
+    by its on_hover / on_selection callbacks (the stack the explorer used before), at --peer-n points or fewer;
+  * the kernel-side handlers alone (hover, selection of 1k / 10k / 50k rows, a recolour), in this process.
 
     python benchmarks/explorer.py --part projection [--n 20000] [--sklearn-n N] [--skip-umap]
-    python benchmarks/explorer.py --part browser [--browser-n 100000]
+    python benchmarks/explorer.py --part browser [--browser-n 100000 1000000] [--drags 20]
 """
 import argparse
 import datetime as dt
@@ -70,7 +73,8 @@ def projection_part(args):
     from sklearn.decomposition import PCA
     from sklearn.manifold import TSNE as SkTSNE
     from contrastive_nb.evaluate import embedding_table
-    from contrastive_nb.explore import Explorer, projection
+    from contrastive_nb.explore import projection
+    from contrastive_nb.explore_view import Explorer
     z, y = clustered(args.n, args.dim)
     table = embedding_table(z, labels=y)
     cache = Path(tempfile.mkdtemp(prefix="cnb-bench-"))
@@ -102,31 +106,32 @@ def projection_part(args):
 def kernel_handlers(n, cache):
     "The explorer's handlers alone, in this process: what the kernel spends per event at n points."
     from contrastive_nb.evaluate import embedding_table
-    from contrastive_nb.explore import Explorer, ScatterBinding, counts_html, item_html, projection
+    from contrastive_nb.explore import projection
+    from contrastive_nb.explore_view import Explorer, StateScatter, counts_html, item_html
     z, y = clustered(n, 32)
     table = embedding_table(z, labels=y, text=[f"item {i}" for i in range(n)])
     projection(z, "pca", cache_dir=cache)
     _, cached = timed(lambda: projection(z, "pca", cache_dir=cache))
     ex, build = timed(lambda: Explorer(table, text="text", method="pca", cache_dir=cache))
-    binding, first = timed(lambda: ScatterBinding(ex))
+    view, first = timed(lambda: StateScatter(ex))
     rng = np.random.default_rng(0)
-    hover = [timed(lambda r=int(r): (ex.hover(r), item_html(ex, r)))[1] for r in rng.integers(0, n, 30)]
+    hover = [timed(lambda r=int(r): (setattr(view.widget, "hovering", r), item_html(ex, r)))[1] for r in rng.integers(0, n, 30)]
     sel = {}
     for k in [k for k in (1_000, 10_000, 50_000) if k < n]:
-        rows = rng.choice(n, k, replace=False).astype("<i4").tobytes()
-        sel[k] = statistics.median(timed(lambda: (binding.handle("select", {}, np.frombuffer(rows, "<i4").astype(np.int64)),
-                                                   counts_html(ex)))[1] for _ in range(5))
+        picks = [rng.choice(n, k, replace=False) for _ in range(5)]
+        sel[k] = statistics.median(timed(lambda p=p: (setattr(view.widget, "selection", p), counts_html(ex)))[1] for p in picks)
     _, recolour = timed(lambda: ex.color_by("id"))
-    return {"projection_cached_read_s": cached, "explorer_build_s": build, "first_figure_s": first,
-            "figure_json_mb": len(binding.view.figure) / 1e6, "hover_labels_json_mb": len(binding.view.texts) / 1e6,
+    return {"projection_cached_read_s": cached, "explorer_build_s": build, "first_view_s": first,
+            "points_mb": view.widget.points.astype(np.float32).nbytes / 1e6,
             "hover_handler_median_s": statistics.median(hover),
             **{f"selection_handler_{k}_rows_s": v for k, v in sel.items()}, "recolour_handler_s": recolour}
 
 
 NOTEBOOK = """\
+import time; _t = [time.time()]
 import numpy as np, ipywidgets as W, plotly.graph_objects as go
 from contrastive_nb.evaluate import embedding_table
-from contrastive_nb.explore import Explorer, projection
+from contrastive_nb.explore_view import Explorer
 import sys; sys.path.insert(0, {bench!r}); from explorer import clustered
 z, y = clustered({n}, 32)
 table = embedding_table(z, labels=y, text=[f"item {{i}}" for i in range({n})])
@@ -136,7 +141,8 @@ def arrived(what, **info):          # when each selection reaches the kernel (wa
     if what == "selection":
         with open("arrivals.txt", "a") as f: f.write(f"{{time.time()}} {{len(ex.selected)}}\\n")
 ex.subscribe(arrived)
-ex.show()"""
+_t.append(time.time()); ex.show(); _t.append(time.time())
+with open("cell_times.txt", "w") as f: f.write(" ".join(map(str, _t)))"""
 
 PEER = """\
 xy = ex.xy
@@ -173,63 +179,186 @@ TIMING_JS = """([scatterSel, panelSel]) => {
 }"""
 
 
+EX_JS = """(el, stride) => {   // the explorer's scatter through its own API: drawn?, point positions (every stride-th)
+  const canvas = el.querySelector('canvas');
+  const api = canvas && canvas.parentElement && canvas.parentElement.parentElement && canvas.parentElement.parentElement.api;
+  if (!api || !api.get('isPointsDrawn')) return null;
+  const r = canvas.getBoundingClientRect(), n = api.get('points').length;
+  if (!stride) return {n: n};
+  const pts = [];
+  for (let i = 0; i < n; i += stride) { const p = api.getScreenPosition(i); pts.push(r.left + p[0], r.top + p[1], i); }
+  return {n: n, pts: pts, box: [r.left, r.top, r.width, r.height]};
+}"""
+
+EX_TIMING_JS = """(panelSel) => {
+  const panel = document.querySelector(panelSel);
+  window.__cnbT = {move: 0, up: 0, upEpoch: 0, panel: 0};
+  if (!window.__cnbListening) {
+    document.addEventListener('mousemove', () => { window.__cnbT.move = performance.now(); }, true);
+    document.addEventListener('mouseup', () => { window.__cnbT.up = performance.now(); window.__cnbT.upEpoch = Date.now(); }, true);
+    window.__cnbListening = true;
+  }
+  if (window.__cnbObserver) window.__cnbObserver.disconnect();
+  window.__cnbObserver = new MutationObserver(() => { window.__cnbT.panel = performance.now(); });
+  window.__cnbObserver.observe(panel, {childList: true, subtree: true, characterData: true});
+}"""
+
+API = "(() => { const c = document.querySelector('.cnb-explorer .cnb-scatter canvas'); return c.parentElement.parentElement.api; })()"
+
+
+def wait_drawn(page, n, timeout_s=900):
+    page.wait_for_function(f"() => {{ const el = document.querySelector('.cnb-explorer .cnb-scatter'); if (!el) return false;"
+                           f" const c = el.querySelector('canvas'); const api = c && c.parentElement.parentElement.api;"
+                           f" return !!api && api.get('isPointsDrawn') && api.get('points').length === {n}; }}",
+                           timeout=timeout_s * 1000, polling=100)
+
+
 def browser_part(args):
+    for n in args.browser_n:
+        res = browser_run(args, n)
+        save("browser" if n == 100_000 else f"browser_{n}", res)
+
+
+def browser_run(args, n):
     sys.path.insert(0, str(ROOT / "tests"))
     import test_explorer_browser as T
     from playwright.sync_api import sync_playwright
     from contrastive_nb.explore import projection
-    n = args.browser_n
     cache = Path(tempfile.mkdtemp(prefix="cnb-bench-"))
-    res = {"n": n, **machine(), "kernel": kernel_handlers(n, cache)}
+    res = {"n": n, **machine(), "view": "jupyter-scatter " + _version("jupyter-scatter"), "kernel": kernel_handlers(n, cache)}
     projection(clustered(n, 32)[0], "pca", cache_dir=cache)            # the notebook finds it cached
     folder = Path(tempfile.mkdtemp(prefix="cnb-bench-lab-"))
-    T.write_notebook(folder / "bench.ipynb", [NOTEBOOK.format(bench=str(ROOT / "benchmarks"), n=n, cache=str(cache)), PEER])
+    with_peer = n <= args.peer_n
+    T.write_notebook(folder / "bench.ipynb", [NOTEBOOK.format(bench=str(ROOT / "benchmarks"), n=n, cache=str(cache))]
+                     + ([PEER] if with_peer else []))
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     with T.lab_server(folder, env) as (url, token), sync_playwright() as p:
         browser = p.chromium.launch(executable_path=T.CHROMIUM, headless=True, args=T.CHROME_ARGS)
-        page = browser.new_page(viewport={"width": 1500, "height": 1000})
+        page = browser.new_page(viewport={"width": 1500, "height": 1100})
         T.open_notebook(page, url, token, "bench.ipynb", run=False)
-        t0 = time.time()
-        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
-        page.wait_for_function("document.querySelector('.cnb-scatter') || document.querySelector('.jp-OutputArea-output[data-mime-type=\"application/vnd.jupyter.stderr\"]')",
-                               timeout=600_000)
-        if not page.query_selector(".cnb-scatter"):
+        t0 = time.time()     # the explorer's cell alone: the peer's cell runs after it has been measured
+        page.evaluate("window.jupyterapp.commands.execute('notebook:run-cell')")
+        page.wait_for_function("document.querySelector('.cnb-scatter canvas') || document.querySelector('.jp-OutputArea-output[data-mime-type=\"application/vnd.jupyter.stderr\"]')",
+                               timeout=900_000)
+        if not page.query_selector(".cnb-scatter canvas"):
             raise RuntimeError("the benchmark notebook failed: " + page.locator(".jp-OutputArea-output").first.inner_text()[-2000:])
         T.calm_browser()
-        sc = page.locator(".cnb-scatter").first
-        page.wait_for_function("() => Number(document.querySelector('.cnb-scatter').dataset.draws || 0) >= 1",
-                               timeout=600_000, polling=100)
-        res["page_run_to_drawn_s"] = time.time() - t0
-        info = T.scatter_info(page, sc, n_points=n, timeout=600)
-        res["explorer"] = drive(page, T, ".cnb-explorer .cnb-scatter", ".cnb-explorer .cnb-hover", ".cnb-explorer .cnb-counts",
-                                "item {row}\n", seed=0, arrivals=folder / "arrivals.txt")
+        wait_drawn(page, n)
+        drawn_at = time.time()
+        res["page_run_to_drawn_s"] = drawn_at - t0
+        cell = [float(x) for x in (folder / "cell_times.txt").read_text().split()] if (folder / "cell_times.txt").exists() else None
+        if cell:   # where the time went: up to the cell's start (kernel, page), imports and table, widget, page's drawing
+            res["drawn_breakdown_s"] = {"run_to_cell_start": cell[0] - t0, "imports_table_explorer": cell[1] - cell[0],
+                                        "widget_built_and_sent": cell[2] - cell[1], "page_transfer_and_webgl": drawn_at - cell[2]}
+        page.wait_for_function(T.KERNEL_IDLE, timeout=900_000)
+        res["explorer"] = drive_explorer(page, T, n, seed=0, n_drags=args.drags, arrivals=folder / "arrivals.txt")
         page.evaluate(DRAW_TIMING_JS)
         page.locator(".cnb-explorer select").first.select_option("id")
-        page.wait_for_function(f"() => Number(document.querySelector('.cnb-scatter').dataset.draws) > {info['draws']}",
-                               timeout=600_000, polling=100)
+        page.wait_for_function("() => window.__cnbDraw.drawn > 0", timeout=600_000, polling=100)
         t = page.evaluate("window.__cnbDraw")
         res["explorer"]["recolour_to_drawn_s"] = (t["drawn"] - t["changed"]) / 1000
-        page.wait_for_selector(".peer .js-plotly-plot", timeout=600_000)
-        res["peer_figurewidget"] = drive(page, T, ".peer", ".peer-hover", ".peer-counts", "item {row}.", seed=0)
-        # again with Chromium below the kernel's priority: software WebGL (no GPU here) otherwise takes both cores
-        # for each repaint, and the kernel and the Jupyter server wait for them; with a GPU that work is not on the CPU
-        T.calm_browser(19)
-        res["explorer_browser_niced"] = drive(page, T, ".cnb-explorer .cnb-scatter", ".cnb-explorer .cnb-hover",
-                                              ".cnb-explorer .cnb-counts", "item {row}\n", seed=1, arrivals=folder / "arrivals.txt")
-        res["peer_figurewidget_browser_niced"] = drive(page, T, ".peer", ".peer-hover", ".peer-counts", "item {row}.", seed=1)
-        page.screenshot(path=str(ROOT / "tests" / "artifacts" / "explorer_benchmark_100k.png"))
+        if with_peer:
+            page.evaluate("(() => { const nb = window.jupyterapp.shell.currentWidget.content; nb.activeCellIndex = 1;"
+                          " return window.jupyterapp.commands.execute('notebook:run-cell'); })()")
+            page.wait_for_selector(".peer .js-plotly-plot", timeout=600_000)
+            page.wait_for_function(T.KERNEL_IDLE, timeout=900_000)
+            res["peer_figurewidget"] = drive(page, T, ".peer", ".peer-hover", ".peer-counts", "item {row}.", seed=0)
+        page.screenshot(path=str(ROOT / "tests" / "artifacts" / f"explorer_benchmark_{n}.png"))
         browser.close()
-    e, q = res["explorer"], res["peer_figurewidget"]
-    res["hover_panel_peer_over_explorer"] = q["hover_panel_median_s"] / e["hover_panel_median_s"] if q["hover_panel_median_s"] else None
-    save("browser", res)
+    e, q = res["explorer"], res.get("peer_figurewidget")
+    if q:
+        for k in ("hover_panel_median_s", "selection_to_panel_median_s"):
+            res[k.replace("_median_s", "_peer_over_explorer")] = q[k] / e[k] if q.get(k) and e.get(k) else None
+    return res
 
 
-DRAW_TIMING_JS = """() => {   // from the colour dropdown's change to the scatter view's next draw, in the page
-  const sel = document.querySelector('.cnb-explorer select'), sc = document.querySelector('.cnb-scatter');
+def _near(pts, target, rng):
+    "A position 1-5 px from the sampled point nearest `target`, and that point."
+    k = int(np.argmin(((pts[:, :2] - target) ** 2).sum(1)))
+    ang, rad = rng.uniform(0, 2 * np.pi), rng.uniform(1, 5)
+    return pts[k, :2] + rad * np.r_[np.cos(ang), np.sin(ang)]
+
+
+def drive_explorer(page, T, n, seed, n_hovers=10, n_drags=20, arrivals=None):
+    """Hovers, then box and lasso drags (alternating; corners 1-5 px from a point) on the explorer: latencies from the
+    mouse event to the panel's change, timed in the page; a drag whose selection never shows in the counts panel is lost."""
+    sc = page.locator(".cnb-explorer .cnb-scatter").first
+    sc.scroll_into_view_if_needed()
+    info = sc.evaluate(EX_JS, max(1, n // 20_000))
+    pts, rng = np.asarray(info["pts"], float).reshape(-1, 3), np.random.default_rng(seed)
+    left, top, w, h = info["box"]
+    inner = pts[(pts[:, 0] > left + 40) & (pts[:, 0] < left + w - 40) & (pts[:, 1] > top + 40) & (pts[:, 1] < top + h - 40)]
+    hovers = []
+    for k in rng.choice(len(inner), n_hovers, replace=False):
+        x, y, _ = inner[k]
+        page.evaluate(EX_TIMING_JS, ".cnb-explorer .cnb-hover")
+        page.mouse.move(x, y, steps=1)
+        try:
+            page.wait_for_function(f"() => {{ const h = {API}.get('hoveredPoint'); return h !== undefined && h !== null && h >= 0 &&"
+                                   f" document.querySelector('.cnb-explorer .cnb-hover').innerText.includes('item ' + h + '\\n'); }}",
+                                   timeout=10_000, polling=20)
+            t = page.evaluate("window.__cnbT")
+            hovers.append((t["panel"] - t["move"]) / 1000)
+        except Exception:
+            hovers.append(None)
+        page.mouse.move(left + 3, top + 3, steps=1)
+        time.sleep(0.3)
+    sels, counts = [], ".cnb-explorer .cnb-counts"
+    for i in range(n_drags):
+        kind = "box" if i % 2 == 0 else "lasso"
+        T.use_tool(page.locator(".cnb-explorer").first, kind)
+        f = rng.uniform(0.04, 0.12 if n > 200_000 else 0.3)
+        p = inner[rng.integers(len(inner)), :2]
+        start = _near(inner, p, rng)
+        end = _near(inner, p + np.r_[w, h] * f * rng.choice([-1, 1], 2), rng)
+        path = ([start, (start + end) / 2, end] if kind == "box" else
+                [start, (start + end) / 2 + np.r_[-(end - start)[1], (end - start)[0]] * 0.6, end])
+        path = [np.clip(q, [left + 6, top + 6], [left + w - 6, top + h - 6]) for q in path]
+        page.evaluate(EX_TIMING_JS, counts)
+        n_before = len(arrivals.read_text().splitlines()) if arrivals is not None and arrivals.exists() else 0
+        T.drag(page, path, steps=4)
+        time.sleep(0.05)
+        rows = page.evaluate(f"{API}.get('selectedPoints').length")
+        try:
+            page.wait_for_function(f"() => {{ const k = {API}.get('selectedPoints').length;"
+                                   f" return document.querySelector('{counts} .cnb-count-total').innerText.trim() === k + ' selected'; }}",
+                                   timeout=15_000, polling=20)
+            t = page.evaluate("window.__cnbT")
+            k = kernel_arrival(arrivals, n_before)
+            sels.append({"kind": kind, "rows": page.evaluate(f"{API}.get('selectedPoints').length"),
+                         "mouseup_to_kernel_s": None if k is None else k - t["upEpoch"] / 1000,
+                         "mouseup_to_panel_s": (t["panel"] - t["up"]) / 1000})
+        except Exception:
+            sels.append({"kind": kind, "rows": rows, "mouseup_to_panel_s": None})
+    ok = [x for x in hovers if x is not None]
+    arrived = [x["mouseup_to_panel_s"] for x in sels if x["mouseup_to_panel_s"] is not None]
+    kernel = [x["mouseup_to_kernel_s"] for x in sels if x.get("mouseup_to_kernel_s") is not None]
+    return {"hover_panel_median_s": statistics.median(ok) if ok else None, "hover_panel_max_s": max(ok) if ok else None,
+            "hovers": len(hovers), "hovers_not_shown": len(hovers) - len(ok),
+            "selection_to_kernel_median_s": statistics.median(kernel) if kernel else None,
+            "selections": sels, "selections_lost": len(sels) - len(arrived),
+            "selection_rows_max": max((x["rows"] or 0) for x in sels) if sels else None,
+            "selection_to_panel_median_s": statistics.median(arrived) if arrived else None,
+            "selection_to_panel_max_s": max(arrived) if arrived else None}
+
+
+def _version(pkg):
+    from importlib import metadata
+    return metadata.version(pkg)
+
+
+DRAW_TIMING_JS = """() => {   // from the colour dropdown's change to the scatter drawing its new points in nine colour bins
+  const sel = document.querySelector('.cnb-explorer select');
+  const api = document.querySelector('.cnb-explorer .cnb-scatter canvas').parentElement.parentElement.api;
   window.__cnbDraw = {changed: 0, drawn: 0};
-  sel.addEventListener('change', () => { window.__cnbDraw.changed = performance.now(); }, {once: true});
-  new MutationObserver((_, obs) => { window.__cnbDraw.drawn = performance.now(); obs.disconnect(); })
-    .observe(sc, {attributes: true, attributeFilter: ['data-draws']});
+  sel.addEventListener('change', () => {
+    window.__cnbDraw.changed = performance.now();
+    const before = api.get('points');
+    const poll = () => { if ((api.get('pointColor') || []).length === 9 && api.get('points') !== before && api.get('isPointsDrawn'))
+                           window.__cnbDraw.drawn = performance.now();
+                         else requestAnimationFrame(poll); };
+    requestAnimationFrame(poll);
+  }, {once: true});
 }"""
 
 PEER_JS = """(el) => {   // point positions (px) and rows of the first point trace: the explorer's or the peer's
@@ -288,7 +417,7 @@ def drive(page, T, scatter_sel, hover_sel, counts_sel, hover_text, seed, n_hover
         except Exception:
             hovers.append(None)
         page.mouse.move(x + 40, y + 40, steps=1)
-    T.use_tool(scatter, "Box Select")
+    scatter.locator(".modebar-btn[data-title='Box Select']").click()
     left, top, w, h = info["box"]
     sels = []
     for f in box_fractions:                 # boxes around the centre covering a share f of each axis
@@ -338,7 +467,9 @@ def main():
     ap.add_argument("--dim", type=int, default=128)
     ap.add_argument("--sklearn-n", type=int, default=None, help="points for the scikit-learn comparison (default: --n)")
     ap.add_argument("--skip-umap", action="store_true")
-    ap.add_argument("--browser-n", type=int, default=100_000)
+    ap.add_argument("--browser-n", type=int, nargs="+", default=[100_000, 1_000_000])
+    ap.add_argument("--peer-n", type=int, default=100_000, help="the plotly FigureWidget peer runs up to this many points")
+    ap.add_argument("--drags", type=int, default=20, help="box and lasso drags on the explorer at each size")
     args = ap.parse_args()
     if args.part in ("projection", "all"):
         projection_part(args)

@@ -324,7 +324,7 @@ def direction_stability(
 def audit_panel(
     attributes,  # an attribute column name, or a list of them
 ):
-    """A panel for `explore.Explorer(..., panels=[...])`: a function of the explorer giving each
+    """A panel for `explore_view.Explorer(..., panels=[...])`: a function of the explorer giving each
     group's mean silhouette."""
     attributes = [attributes] if isinstance(attributes, str) else list(attributes)
 

@@ -1,12 +1,15 @@
 """The explorer in a real browser: JupyterLab (headless, on 127.0.0.1) runs a notebook with four views in Debian's
 Chromium, driven by Playwright with real mouse events, and every check is read from the page itself.
 
+The view is jupyter-scatter's; the test reads it through its own API (the regl-scatterplot instance jupyter-scatter
+keeps on the canvas' container: point positions, selected points, hovered point, colours), never its internals.
+
 * ten drags in a row on a 360-point map, box and lasso alternating, each starting and ending 1–5 px from a point
   (where a hover fires as the drag begins and ends): the counts panel must show the exact number inside every time;
-* `compare`: a hover in one panel rings the item in the other and fills the item panel; a box selection in one
-  selects the same items in the other and the counts panel shows how many;
-* colouring a 20,000-point explorer by a text column with 20,000 distinct values, from the dropdown: at most
-  24 categories + "other" are drawn and the page answers a hover within 2 s;
+* `compare`: a hover in one panel highlights the item in the other and fills the item panel; a box selection in one
+  selects the same items in the other and the counts panel shows how many (linked by jupyter-scatter's `compose`);
+* colouring a 20,000-point explorer by a text column with 20,000 distinct values, from the dropdown: 23 categories
+  + "other" are drawn and the page answers a hover within 2 s;
 * a hover whose `images` function raises shows the error in the hover panel;
 * a reload of the saved notebook with its kernel running draws every plot again, and selections still arrive;
 * the static output of headless runs and the docs: live once plotly.js loads (from the CDN, served locally here),
@@ -38,7 +41,8 @@ CHROME_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-ru
 SETUP = """\
 import numpy as np, pandas as pd
 from contrastive_nb.evaluate import embedding_table
-from contrastive_nb.explore import Explorer, compare
+from contrastive_nb.explore_compare import compare
+from contrastive_nb.explore_view import Explorer
 rng = np.random.default_rng(0)
 y = np.repeat(np.arange(10), 36)
 z = rng.normal(size=(10, 16))[y] * 2.5 + rng.normal(size=(len(y), 16))
@@ -151,62 +155,44 @@ def open_notebook(page, url, token, name, run=True, timeout=180_000):
         page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
 
 
-SCATTER_JS = """(el) => {
-  const gd = el.querySelector('.js-plotly-plot');
-  if (!gd || !gd._fullLayout || !gd._fullData || !gd._fullLayout.xaxis) return null;
-  el.scrollIntoView({block: 'center'});
-  const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
-  const pts = [];
-  let selected = 0, traces = 0;
-  for (const t of gd._fullData) {
-    if (t.meta !== 'points') continue;
-    traces += 1;
-    const sp = gd.data[t.index].selectedpoints;
-    if (sp) selected += sp.length;
-    for (let j = 0; j < t._length; j++)
-      pts.push([r.left + xa._offset + xa.c2p(t.x[j]), r.top + ya._offset + ya.c2p(t.y[j]), Number(t.customdata[j])]);
+SCATTER_JS = """(el, withPoints) => {
+  // the view's own API: jupyter-scatter keeps its regl-scatterplot instance on the canvas' container as `api`
+  const canvas = el.querySelector('canvas');
+  const api = canvas && canvas.parentElement && canvas.parentElement.parentElement && canvas.parentElement.parentElement.api;
+  if (!api || !api.get('isPointsDrawn')) return null;
+  const r = canvas.getBoundingClientRect(), n = api.get('points').length;
+  let pts = null;
+  if (withPoints) {
+    pts = new Float64Array(3 * n);
+    for (let i = 0; i < n; i++) { const p = api.getScreenPosition(i); pts[3 * i] = r.left + p[0]; pts[3 * i + 1] = r.top + p[1]; pts[3 * i + 2] = i; }
+    pts = Array.from(pts);
   }
-  const marks = {};
-  for (const t of gd._fullData) if (t.meta === 'linked' || t.meta === 'neighbours')
-    marks[t.meta] = Array.from(t.x || []).map((x, j) => [r.left + xa._offset + xa.c2p(x), r.top + ya._offset + ya.c2p(t.y[j])]);
-  return {pts: pts, selected: selected, traces: traces, marks: marks, draws: Number(el.dataset.draws || 0),
-          box: [r.left + xa._offset, r.top + ya._offset, xa._length, ya._length]};
+  const hovered = api.get('hoveredPoint');
+  return {n: n, pts: pts, selected: api.get('selectedPoints').length, colors: (api.get('pointColor') || []).length,
+          hovered: hovered === undefined || hovered === null ? -1 : hovered, box: [r.left, r.top, r.width, r.height]};
 }"""
 
 
-def scatter_info(page, scatter, n_points=None, draws=1, timeout=60):
-    "Positions (px) and rows of the points a scatter view drew, once it has drawn `draws` times (and `n_points`)."
+def scatter_info(page, scatter, n_points=None, timeout=60, points=True):
+    """What a scatter view drew, read through its own API: point positions (px, with their point index, which is the
+    table row up to the display cap), how many are selected, how many colours, the hovered point, its box."""
     deadline = time.time() + timeout
+    scatter.scroll_into_view_if_needed()
     while True:
-        while scatter.evaluate("el => Number(el.dataset.draws || 0)") < draws and time.time() < deadline:
-            time.sleep(0.1)                      # cheap: only the draw count, until the plot has been drawn
-        info = scatter.evaluate(SCATTER_JS)
-        if info and info["draws"] >= draws and (n_points is None or len(info["pts"]) == n_points):
-            info["pts"] = np.asarray(info["pts"], float)
+        info = scatter.evaluate(SCATTER_JS, False)
+        if info and (n_points is None or info["n"] == n_points):
+            if points:
+                info = scatter.evaluate(SCATTER_JS, True)
+                info["pts"] = np.asarray(info["pts"], float).reshape(-1, 3)
             return info
         if time.time() > deadline:
-            raise AssertionError(f"the plot was not drawn within {timeout} s: {None if not info else {k: info[k] for k in ('draws', 'traces')}}")
+            raise AssertionError(f"the plot was not drawn within {timeout} s: {None if not info else info['n']} points")
         time.sleep(0.25)
 
 
-COUNT_JS = """(el) => {
-  const gd = el.querySelector('.js-plotly-plot');
-  if (!gd || !gd._fullData) return {draws: 0, n: 0, traces: 0};
-  const pts = gd._fullData.filter((t) => t.meta === 'points');
-  return {draws: Number(el.dataset.draws || 0), n: pts.reduce((s, t) => s + t._length, 0), traces: pts.length};
-}"""
-
-
-def drawn(scatter, n_points, draws=1, timeout=60):
-    "Wait (cheaply: no positions) until a scatter view has drawn `draws` times with `n_points` points; returns its counts."
-    deadline = time.time() + timeout
-    while True:
-        c = scatter.evaluate(COUNT_JS)
-        if c["draws"] >= draws and c["n"] == n_points:
-            return c
-        if time.time() > deadline:
-            raise AssertionError(f"the plot was not drawn within {timeout} s: {c}")
-        time.sleep(0.2)
+def drawn(scatter, n_points, timeout=60):
+    "Wait (cheaply: no positions) until a scatter view has drawn `n_points` points; returns what it reports."
+    return scatter_info(None, scatter, n_points, timeout, points=False)
 
 
 def panel_text_is(page, selector, text, timeout=30_000, nth=0):
@@ -250,12 +236,12 @@ def plan_drag(pts, box, rng, kind):
         if kind == "box":
             poly = np.array([start, [end[0], start[1]], end, [start[0], end[1]]])
             path = [start, (start + end) / 2, end]
-        else:       # a lasso from start by way of a third vertex to end; plotly closes it from end back to start
+        else:       # a lasso from start by way of a third vertex to end, closed from end back to start
             mid = (start + end) / 2 + np.r_[-(end - start)[1], (end - start)[0]] * rng.uniform(0.3, 0.8)
             poly = np.array([start, mid, end])
             path = list(poly)
         in_plot = (poly[:, 0] > left + 5) & (poly[:, 0] < left + w - 5) & (poly[:, 1] > top + 5) & (poly[:, 1] < top + h - 5)
-        if not in_plot.all() or _edge_margin(xy, poly) < 1.0:     # plotly clamps a drag to the plot area
+        if not in_plot.all() or _edge_margin(xy, poly) < 1.0:
             continue
         expected = np.sort(pts[_inside(xy, poly), 2].astype(int))
         if 3 <= len(expected) < len(pts) - 3:
@@ -263,24 +249,34 @@ def plan_drag(pts, box, rng, kind):
     raise AssertionError("could not plan a drag with clean edges")
 
 
-def drag(page, path, steps=6):
+def drag(page, path, steps=6, pause=0.02):
+    "A drag along `path`, paced so the lasso (a vertex at most every 8 ms, 2 px apart) records each step."
     page.mouse.move(*path[0], steps=3)          # the hover at the start of the drag
     time.sleep(0.08)
     page.mouse.down()
+    # the lasso's first vertex is where the mouse first moves after the button goes down: a nudge of half a pixel
+    # towards the next vertex makes that the drag's start (else the first step's end would be its corner)
+    first = np.asarray(path[0], float); toward = np.asarray(path[1], float) - first
+    page.mouse.move(*(first + 0.5 * toward / max(np.linalg.norm(toward), 1e-9)))
+    time.sleep(pause)
     for a, b in zip(path[:-1], path[1:]):
-        page.mouse.move(*b, steps=steps)
+        for t in np.linspace(0, 1, steps + 1)[1:]:
+            page.mouse.move(*(np.asarray(a) + t * (np.asarray(b) - np.asarray(a))))
+            time.sleep(pause)
+    time.sleep(pause)
     page.mouse.up()                              # ends next to a point: another hover
 
 
 def most_isolated(pts):
-    "The point farthest from its nearest neighbour (plotly's closest-point hover cannot pick another)."
+    "The point farthest from its nearest neighbour (the hover cannot pick another)."
     from scipy.spatial import cKDTree
     d, _ = cKDTree(pts[:, :2]).query(pts[:, :2], k=2)
     return pts[int(d[:, 1].argmax())]
 
 
-def use_tool(scatter, title):
-    scatter.locator(f".modebar-btn[data-title='{title}']").click()
+def use_tool(scope, mode):
+    "Pick what a drag does with the explorer's own buttons: 'lasso', 'box' or 'pan & zoom'."
+    scope.locator(".cnb-drag-mode button", has_text=mode).first.click()
 
 
 # --- the notebook, opened once for the module ----------------------------------------------------------------------
@@ -325,13 +321,14 @@ def scatters(page):
 
 def test_ten_drags_near_points_all_arrive(lab_page):
     page, rng = lab_page, np.random.default_rng(0)
-    sc = scatters(page)["ex"]
+    sc, box = scatters(page)["ex"], page.locator(".cnb-explorer").nth(0)
     info = scatter_info(page, sc, n_points=360)
-    assert info["traces"] == 10
+    assert info["colors"] == 10                                        # coloured by label: ten categories
     counts = ".cnb-explorer .cnb-counts .cnb-count-total"
     for i in range(10):
         kind = "box" if i % 2 == 0 else "lasso"
-        use_tool(sc, "Box Select" if kind == "box" else "Lasso Select")
+        use_tool(box, kind)
+        info = scatter_info(page, sc, n_points=360)
         path, expected = plan_drag(info["pts"], info["box"], rng, kind)
         drag(page, path)
         try:
@@ -340,8 +337,8 @@ def test_ten_drags_near_points_all_arrive(lab_page):
             page.screenshot(path=str(ARTIFACTS / "explorer_drag_failed.png"))
             shown = page.locator(counts).first.inner_text()
             raise AssertionError(f"drag {i + 1} ({kind}): {len(expected)} points inside, the counts panel says {shown!r}, "
-                                 f"plotly selected {scatter_info(page, sc)['selected']}") from None
-        assert scatter_info(page, sc)["selected"] == len(expected), f"drag {i + 1}: plotly's own selection differs"
+                                 f"the scatter selected {scatter_info(page, sc, points=False)['selected']}") from None
+        assert scatter_info(page, sc, points=False)["selected"] == len(expected), f"drag {i + 1}: the scatter's own selection differs"
     page.screenshot(path=str(ARTIFACTS / "explorer_drags.png"))
     assert "label=" in page.locator(".cnb-explorer .cnb-counts").first.inner_text()
 
@@ -350,26 +347,25 @@ def test_compare_links_hover_and_selection(lab_page):
     page = lab_page
     a, b = scatters(page)["a"], scatters(page)["b"]
     ia, ib = scatter_info(page, a, n_points=360), scatter_info(page, b, n_points=360)
-    assert ia["traces"] == 10 and ib["traces"] == 10                  # coloured by label, one trace per class
-    assert page.locator(".cnb-compare .legend .traces").count() >= 10   # with a legend
-    # hover the most isolated point of A: B rings the same item, the item panel shows it
+    assert ia["colors"] == 10 and ib["colors"] == 10                  # coloured by label
+    assert page.locator(".cnb-compare .cnb-legend .cnb-legend-item").count() == 10   # with a key
+    # hover the most isolated point of A: B highlights the same item (jupyter-scatter's compose), the panel shows it
     p = most_isolated(ia["pts"]); row = int(p[2])
     page.mouse.move(*(p[:2] - 25), steps=2); page.mouse.move(*p[:2], steps=4)
     panel_contains(page, ".cnb-compare .cnb-hover", f"item {row} of class")
-    target = ib["pts"][ib["pts"][:, 2] == row][0, :2]
     deadline = time.time() + 10
-    while not scatter_info(page, b)["marks"].get("linked"):
-        assert time.time() < deadline, "panel B did not ring the item hovered in A"
+    while scatter_info(page, b, points=False)["hovered"] != row:
+        assert time.time() < deadline, "panel B did not highlight the item hovered in A"
         time.sleep(0.2)
-    np.testing.assert_allclose(scatter_info(page, b)["marks"]["linked"][0], target, atol=1.0)
     # a box selection in A selects the same items in B
-    use_tool(a, "Box Select")
+    use_tool(page.locator(".cnb-compare"), "box")
+    ia = scatter_info(page, a, n_points=360)
     path, expected = plan_drag(ia["pts"], ia["box"], np.random.default_rng(1), "box")
     drag(page, path)
     panel_text_is(page, ".cnb-compare .cnb-counts .cnb-count-total", f"{len(expected)} selected")
     deadline = time.time() + 10
-    while scatter_info(page, b)["selected"] != len(expected):
-        assert time.time() < deadline, f"panel B shows {scatter_info(page, b)['selected']} selected, not {len(expected)}"
+    while scatter_info(page, b, points=False)["selected"] != len(expected):
+        assert time.time() < deadline, f"panel B shows {scatter_info(page, b, points=False)['selected']} selected, not {len(expected)}"
         time.sleep(0.2)
     page.screenshot(path=str(ARTIFACTS / "explorer_compare.png"))
 
@@ -377,15 +373,18 @@ def test_compare_links_hover_and_selection(lab_page):
 def test_colour_by_a_20000_value_text_column(lab_page):
     page = lab_page
     sc = scatters(page)["text"]
-    before = drawn(sc, 20_000)
+    drawn(sc, 20_000)
     box = page.locator(".cnb-explorer").nth(1)
     t0 = time.time()
     box.locator("select").first.select_option("text")
-    after = drawn(sc, 20_000, draws=before["draws"] + 1)
+    deadline = time.time() + 60
+    while scatter_info(page, sc, points=False)["colors"] != 24:          # 23 texts + "other", not 20,000 colours
+        assert time.time() < deadline, scatter_info(page, sc, points=False)["colors"]
+        time.sleep(0.2)
     redraw_s = time.time() - t0
-    assert after["traces"] <= 24, after["traces"]                      # 23 texts + "other", not 20,000 traces
-    info = scatter_info(page, sc, n_points=20_000, draws=after["draws"])
+    info = scatter_info(page, sc, n_points=20_000)
     panel_contains(page, ".cnb-explorer .cnb-status", "20,000 distinct values", nth=1)
+    assert box.locator(".cnb-legend .cnb-legend-item").count() == 24
     p = most_isolated(info["pts"])
     t0 = time.time()
     page.mouse.move(*p[:2], steps=1)
@@ -416,8 +415,8 @@ def test_reload_draws_every_plot_again(lab_page):
     sc = scatters(page)
     for name, n in (("ex", 360), ("a", 360), ("b", 360), ("text", 20_000), ("bad", 360)):
         drawn(sc[name], n, timeout=90)
-    info = scatter_info(page, sc["ex"])
-    use_tool(sc["ex"], "Box Select")
+    use_tool(page.locator(".cnb-explorer").nth(0), "box")
+    info = scatter_info(page, sc["ex"], n_points=360)
     path, expected = plan_drag(info["pts"], info["box"], np.random.default_rng(2), "box")
     drag(page, path)
     panel_text_is(page, ".cnb-explorer .cnb-counts .cnb-count-total", f"{len(expected)} selected")
@@ -427,7 +426,8 @@ def test_reload_draws_every_plot_again(lab_page):
 def test_static_figure_is_live_where_plotly_loads_and_a_png_where_not(browser, tmp_path):
     "The headless/docs output: the HTML draws the live figure once plotly.js (CDN) loads, and keeps its PNG when not."
     from contrastive_nb.evaluate import embedding_table
-    from contrastive_nb.explore import Explorer, _plotly_js_bytes
+    from contrastive_nb.explore_static import _plotly_js_bytes
+    from contrastive_nb.explore_view import Explorer
     rng = np.random.default_rng(0)
     ex = Explorer(embedding_table(rng.normal(size=(60, 4)), labels=np.repeat(np.arange(3), 20)), xy=rng.normal(size=(60, 2)))
     page_html = "<html><body>" + ex.static().html() + "</body></html>"

@@ -2,6 +2,7 @@
 Python alone can check (the browser test checks the rest in Chromium). Each test failed on the code before the fix:
 a crash, a raw traceback or a silent wrong picture where a sentence or the right picture is now expected."""
 import ast
+import html
 import itertools
 import json
 import os
@@ -15,9 +16,11 @@ import pytest
 
 from helpers import ROOT
 
-from contrastive_nb import explore
+from contrastive_nb import explore, explore_view
 from contrastive_nb.evaluate import embedding_table, load_embedding_table, save_embedding_table
-from contrastive_nb.explore import Explorer, compare, projection
+from contrastive_nb.explore import projection
+from contrastive_nb.explore_compare import compare
+from contrastive_nb.explore_view import Explorer
 
 
 def small_table(n_per_class=30, n_classes=4, seed=0, **columns):
@@ -198,7 +201,7 @@ def test_color_by_from_python_moves_the_dropdown():
 
 def test_neighbour_table_has_thumbnails_and_no_constant_columns():
     ex = Explorer(small_table(model=np.repeat("m", 120)), images=lambda r: np.eye(8), method="pca", cache_dir=None)
-    out = explore.neighbours_html(ex, 0)
+    out = explore_view.neighbours_html(ex, 0)
     assert out.count("<img") == ex.k and "<th>model</th>" not in out and "<th>split</th>" not in out
 
 
@@ -207,23 +210,24 @@ def test_hover_after_a_selection_loses_nothing_and_errors_reach_the_panel():
         raise OSError("image store unreachable")
     ex = Explorer(small_table(), images=broken, method="pca", cache_dir=None)
     w = ex.widget
-    view, item, counts = w.binding.view, w.controls["item"], w.controls["counts"]
-    view._receive(view, {"type": "select", "seq": 1, "n": 2}, [np.array([4, 9], "<i4").tobytes()])
-    view._receive(view, {"type": "hover", "row": 9}, [])
+    page, item, counts = w.binding.widget, w.controls["item"], w.controls["counts"]
+    page.selection = np.array([4, 9])           # as jupyter-scatter's page sets its synced values
+    page.hovering = 9
     assert ex.selected.tolist() == [4, 9] and "2 selected" in counts.value
     assert "hover failed" in item.value and "image store unreachable" in item.value
 
 
-def test_the_figure_a_reloaded_page_draws_from_is_complete():
+def test_what_a_reloaded_page_draws_from_is_complete():
+    "A reloaded page draws from the synced values alone: every point, its colour category, the selection."
     ex = Explorer(small_table(), method="pca", cache_dir=None)
-    view = ex.widget.binding.view
-    ex.color_by("id")
-    data = json.loads(view.figure)["data"]
-    assert sum(1 for t in data if t.get("meta") == "points") == 1 and data[1]["customdata"]
+    page = ex.widget.binding.widget
+    ex.color_by("id").select([3, 8])
+    assert page.points.shape[0] == 120 and len(page.color) == len(ex.widget.binding.encoding["colors"]) == 9
+    assert sorted(page.selection.tolist()) == [3, 8]
 
 
 def test_doctor_prints_nothing_and_shows_once(capsys):
-    rep = explore.doctor()
+    rep = explore_view.doctor()
     assert capsys.readouterr().out == ""
     assert repr(rep).count("front end attached") == 1 and isinstance(rep["problems"], list)
 
@@ -236,20 +240,45 @@ def test_compare_is_coloured_by_label_with_a_legend_and_titles_clear_of_the_tool
     shown = [t for t in _point_traces(fig) if t.showlegend is not False]
     assert len(shown) == 4 and {t.marker.color for t in shown} == {t.marker.color for t in _point_traces(fig)[:4]}
     w = cmp.widget
-    for v in w.views:                                  # no title inside the plots, where plotly's toolbar sits
-        assert json.loads(v.figure)["layout"]["title"]["text"] == ""
     assert any("two, aligned to one" in h.value for h in widgets_of(w, W.HTML))   # the title is a heading above the plot
 
 
 def test_compare_links_hover_between_panels():
     cmp = compare(small_table(), small_table(seed=1), method="pca", cache_dir=None)
-    va, vb = cmp.widget.views
-    va._receive(va, {"type": "hover", "row": 17}, [])
-    assert vb.marks["linked"]["x"] == [float(cmp.xy_b[17, 0])]
+    va, vb = (v.widget for v in cmp.widget.views)
+    va.hovering = 17                                   # jupyter-scatter's compose highlights it in the other panel
+    assert vb.hovering == 17 and cmp.states[1].hovered == 17
 
 
 def test_explore_imports_no_later_notebook():
     later = {"audit", "runs"}          # 31_audit, 40_runs
-    tree = ast.parse((ROOT / "contrastive_nb" / "explore.py").read_text())
-    imported = {(n.module or "").split(".")[-1] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-    assert not imported & later, imported & later
+    for f in (ROOT / "contrastive_nb").glob("explore*.py"):
+        tree = ast.parse(f.read_text())
+        imported = {(n.module or "").split(".")[-1] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert not imported & later, (f.name, imported & later)
+
+
+def test_no_javascript_inside_python_strings():
+    "The page's side is jupyter-scatter's: no module of the explorer carries JavaScript in a string."
+    for f in (ROOT / "contrastive_nb").glob("explore*.py"):
+        text = f.read_text()
+        assert "_esm" not in text and "export default" not in text and "function render" not in text, f.name
+
+
+def test_a_label_with_markup_from_a_parquet_file_is_escaped_in_every_panel(tmp_path):
+    "A label such as <img src=x onerror=…> read from a file reaches the page as text, in every panel and the legend."
+    evil = "<img src=x onerror=alert(1)>"
+    t = small_table()
+    t["label"] = np.where(t["label"] == 1, evil, t["label"].astype(str))
+    t["text"] = [f"<b>item</b> {i}" for i in range(len(t))]
+    t = load_embedding_table(save_embedding_table(t, tmp_path / "evil.parquet"))
+    ex = Explorer(t, text="text", method="pca", cache_dir=None, images=lambda r: np.eye(8))
+    w = ex.widget
+    row = int(np.flatnonzero(t["label"] == evil)[0])
+    w.binding.widget.selection = np.array([row])         # a click: item-free, so hover too
+    w.binding.widget.hovering = row
+    for name in ("item", "counts", "neighbours", "legend"):
+        shown = w.controls[name].value
+        assert evil not in shown and "<img src=x" not in shown, (name, shown[:400])
+        assert html.escape(evil) in shown, (name, shown[:400])
+    assert "<b>item</b>" not in w.controls["item"].value
