@@ -18,7 +18,13 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from .core import atomic_write_bytes, atomic_write_text, check_choice, check_int, embedding_matrix
+from contrastive_nb.core import (
+    atomic_write_bytes,
+    atomic_write_text,
+    check_choice,
+    check_int,
+    embedding_matrix,
+)
 from .evaluate import table_embeddings
 
 # %% auto #0
@@ -28,55 +34,87 @@ __all__ = ['PROJECTION_METHODS', 'MIN_ROWS', 'default_cache_dir', 'read_cached_l
 # %% ../nbs/30_explore.ipynb #ee61eed9
 PROJECTION_METHODS = ("pca", "tsne", "umap")
 
-def default_cache_dir() -> Path:
-    "Where projections are cached unless told otherwise: `$CONTRASTIVE_NB_CACHE` or `~/.cache/contrastive_nb`."
-    return Path(os.environ.get("CONTRASTIVE_NB_CACHE") or Path.home() / ".cache" / "contrastive_nb") / "projections"
+
+def default_cache_dir() -> Path:  # the cache folder (not created here)
+    """Where projections are cached unless told otherwise: `$CONTRASTIVE_NB_CACHE` or
+    `~/.cache/contrastive_nb`."""
+    return (
+        Path(os.environ.get("CONTRASTIVE_NB_CACHE") or Path.home() / ".cache" / "contrastive_nb")
+        / "projections"
+    )
 
 # %% ../nbs/30_explore.ipynb #bb63429b
-def read_cached_layout(path, n: int) -> np.ndarray | None:
-    "The cached `(n, 2)` float32 layout at `path`; None when it is missing, empty, damaged or of another shape."
+def read_cached_layout(
+    path,  # the cached `.npy` file
+    n: int,  # rows the layout must have
+) -> np.ndarray | None:  # (n, 2) float32, or None
+    """The cached `(n, 2)` float32 layout at `path`; None when it is missing, empty, damaged or of
+    another shape."""
     path = Path(path)
     try:
         if not path.is_file() or path.stat().st_size == 0:
             return None
         xy = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError):     # EOFError: a truncated header
+    except (OSError, ValueError, EOFError):  # EOFError: a truncated header
         return None
-    ok = isinstance(xy, np.ndarray) and xy.shape == (n, 2) and xy.dtype == np.float32 and np.isfinite(xy).all()
+    ok = (
+        isinstance(xy, np.ndarray)
+        and xy.shape == (n, 2)
+        and xy.dtype == np.float32
+        and np.isfinite(xy).all()
+    )
     return xy if ok else None
 
 # %% ../nbs/30_explore.ipynb #4d972bb2
-def write_cached_layout(path, xy: np.ndarray, key_info: dict) -> bool:
+def write_cached_layout(
+    path,  # the `.npy` file to write; its key goes beside it as `.json`
+    xy: np.ndarray,  # (n, 2) the layout
+    key_info: dict,  # what the cache key was made of (written as JSON)
+) -> bool:  # whether the layout was written
     "Store `xy` and its key atomically; where the folder cannot be written, warn and return False."
     path = Path(path)
     try:
-        buf = io.BytesIO(); np.save(buf, xy, allow_pickle=False)
+        buf = io.BytesIO()
+        np.save(buf, xy, allow_pickle=False)
         atomic_write_bytes(path, buf.getvalue())
         atomic_write_text(path.with_suffix(".json"), json.dumps(key_info, indent=1, default=str))
         return True
     except OSError as e:
-        warnings.warn(f"could not cache the projection in {path.parent} ({e.strerror or e}); it is returned uncached "
-                      "(point CONTRASTIVE_NB_CACHE at a writable folder, or pass cache_dir=)", stacklevel=3)
+        warnings.warn(
+            f"could not cache the projection in {path.parent} ({e.strerror or e}); it is returned"
+            " uncached (point CONTRASTIVE_NB_CACHE at a writable folder, or pass cache_dir=)",
+            stacklevel=3,
+        )
         return False
 
 # %% ../nbs/30_explore.ipynb #fa7736cf
 def _as_matrix(z, name="z") -> np.ndarray:
     "An embedding table's vectors, or an array/tensor, as checked float32 `(n, d)`."
-    return embedding_matrix(table_embeddings(z) if isinstance(z, pd.DataFrame) else z, name, dtype=np.float32)
+    return embedding_matrix(
+        table_embeddings(z) if isinstance(z, pd.DataFrame) else z, name, dtype=np.float32
+    )
 
-def embedding_hash(z) -> str:
+
+def embedding_hash(
+    z,  # (n, d) embeddings, or an embedding table with an 'embedding' column
+) -> str:  # 64 hex digits
     "SHA-256 of an embedding matrix (float32 bytes and shape): the identity of a space for caching."
     z = _as_matrix(z)
-    h = hashlib.sha256(str(z.shape).encode()); h.update(z.tobytes())
+    h = hashlib.sha256(str(z.shape).encode())
+    h.update(z.tobytes())
     return h.hexdigest()
 
 # %% ../nbs/30_explore.ipynb #0eb22d6e
 def _version(pkg):
-    try: return metadata.version(pkg)
-    except metadata.PackageNotFoundError: return None
+    try:
+        return metadata.version(pkg)
+    except metadata.PackageNotFoundError:
+        return None
+
 
 def _project_uncached(z, method, seed, pca_dims, params):
     from sklearn.decomposition import PCA
+
     n, d = z.shape
     if method == "pca":
         return PCA(2, random_state=seed).fit_transform(z)
@@ -84,30 +122,65 @@ def _project_uncached(z, method, seed, pca_dims, params):
         z = PCA(pca_dims, random_state=seed).fit_transform(z)
     if method == "tsne":
         from openTSNE import TSNE
+
         p = {"perplexity": min(30.0, (n - 1) / 3), "initialization": "pca", "n_jobs": -1, **params}
         return np.asarray(TSNE(n_components=2, random_state=seed, **p).fit(z))
-    import umap   # umap-learn
+    import umap  # umap-learn
+
     p = {"n_neighbors": min(15, n - 1), "min_dist": 0.1, "metric": "cosine", **params}
     return umap.UMAP(n_components=2, random_state=seed, **p).fit_transform(z)
 
+
 MIN_ROWS = {"pca": 2, "tsne": 5, "umap": 5}
 
-def projection(z, method: str = "tsne", seed: int = 0, pca_dims: int = 50, normalize: bool = True,
-               cache_dir="default", **params) -> np.ndarray:
-    "2-D layout `(n, 2)` float32 of embeddings `z: (n, d)` (or an embedding table); cached by content and settings."
-    check_choice("method", method, PROJECTION_METHODS); check_int("seed", seed, 0); check_int("pca_dims", pca_dims, 2)
+
+def projection(
+    z,  # (n, d) embeddings, or an embedding table with an 'embedding' column
+    method: str = "tsne",  # `'tsne'`, `'umap'` or `'pca'`
+    seed: int = 0,  # seeds the projection
+    pca_dims: int = 50,  # PCA components computed before t-SNE or UMAP (at least 2)
+    normalize: bool = True,  # scale rows to unit length first (cosine geometry)
+    cache_dir="default",  # `'default'`: `default_cache_dir()`; a folder; None: no cache
+    # passed to openTSNE or UMAP (e.g. `perplexity=…`, `n_neighbors=…`), part of the cache key
+    **params,
+) -> np.ndarray:  # (n, 2) float32 layout
+    """2-D layout `(n, 2)` float32 of embeddings `z: (n, d)` (or an embedding table); cached by
+    content and settings."""
+    check_choice("method", method, PROJECTION_METHODS)
+    check_int("seed", seed, 0)
+    check_int("pca_dims", pca_dims, 2)
     z = _as_matrix(z)
     if len(z) < MIN_ROWS[method]:
-        raise ValueError(f"`z` needs at least {MIN_ROWS[method]} rows for method={method!r}; got {len(z)}")
+        raise ValueError(
+            f"`z` needs at least {MIN_ROWS[method]} rows for method={method!r}; got {len(z)}"
+        )
     if normalize:
         norms = np.linalg.norm(z, axis=1, keepdims=True)
         if (norms == 0).any():
-            raise ValueError(f"`z` has {int((norms == 0).sum())} zero vector(s); pass normalize=False to project them as they are")
+            raise ValueError(
+                f"`z` has {int((norms == 0).sum())} zero vector(s); pass normalize=False to project"
+                " them as they are"
+            )
         z = z / norms
-    key_info = {"hash": embedding_hash(z), "method": method, "seed": seed, "pca_dims": pca_dims, "params": params,
-                "version": _version({"tsne": "openTSNE", "umap": "umap-learn", "pca": "scikit-learn"}[method])}
-    key = hashlib.sha256(json.dumps(key_info, sort_keys=True, default=str).encode()).hexdigest()[:32]
-    path = None if cache_dir is None else Path(default_cache_dir() if cache_dir == "default" else cache_dir) / f"{method}-{key}.npy"
+    key_info = {
+        "hash": embedding_hash(z),
+        "method": method,
+        "seed": seed,
+        "pca_dims": pca_dims,
+        "params": params,
+        "version": _version(
+            {"tsne": "openTSNE", "umap": "umap-learn", "pca": "scikit-learn"}[method]
+        ),
+    }
+    key = hashlib.sha256(json.dumps(key_info, sort_keys=True, default=str).encode()).hexdigest()[
+        :32
+    ]
+    path = (
+        None
+        if cache_dir is None
+        else Path(default_cache_dir() if cache_dir == "default" else cache_dir)
+        / f"{method}-{key}.npy"
+    )
     if path is not None and (xy := read_cached_layout(path, len(z))) is not None:
         return xy
     xy = np.asarray(_project_uncached(z, method, seed, pca_dims, params), dtype=np.float32)
@@ -116,54 +189,84 @@ def projection(z, method: str = "tsne", seed: int = 0, pca_dims: int = 50, norma
     return xy
 
 # %% ../nbs/30_explore.ipynb #666e0b59
-def align_procrustes(reference, other) -> tuple[np.ndarray, float]:
-    "Move `other: (n, 2)` onto `reference: (n, 2)` by scale, orthogonal map and shift; returns (aligned, disparity)."
+def align_procrustes(
+    reference,  # (n, 2) the layout kept in place
+    other,  # (n, 2) the layout to move, same rows
+) -> tuple[np.ndarray, float]:  # (aligned (n, 2), disparity in [0, 1])
+    """Move `other: (n, 2)` onto `reference: (n, 2)` by scale, orthogonal map and shift; returns
+    (aligned, disparity)."""
     from scipy.linalg import orthogonal_procrustes
+
     a, b = np.asarray(reference, np.float64), np.asarray(other, np.float64)
     if a.shape != b.shape or a.ndim != 2:
-        raise ValueError(f"`reference` and `other` must have the same (n, k) shape; got {a.shape} and {b.shape}")
+        raise ValueError(
+            f"`reference` and `other` must have the same (n, k) shape; got {a.shape} and {b.shape}"
+        )
     ma, mb = a.mean(0), b.mean(0)
     ac, bc = a - ma, b - mb
-    if not (bc ** 2).sum() > 0:
+    if not (bc**2).sum() > 0:
         raise ValueError("`other` has all points in one place; there is nothing to align")
     r, s = orthogonal_procrustes(bc, ac)
-    aligned = (s / (bc ** 2).sum()) * bc @ r + ma
-    disparity = float(((aligned - a) ** 2).sum() / max((ac ** 2).sum(), 1e-300))
+    aligned = (s / (bc**2).sum()) * bc @ r + ma
+    disparity = float(((aligned - a) ** 2).sum() / max((ac**2).sum(), 1e-300))
     return aligned.astype(np.float32), disparity
 
 # %% ../nbs/30_explore.ipynb #ccf4e013
 @torch.no_grad()
-def knn_indices(z, k: int = 10, queries=None, exclude_self: bool = True, block_elems: int = 2 ** 25) -> tuple[np.ndarray, np.ndarray]:
-    "Indices `(m, k)` and cosine similarities of each query's k nearest rows of `z` (queries: row indices, default all)."
+def knn_indices(
+    z,  # (n, d) embeddings (cosine similarity)
+    k: int = 10,  # neighbours per query
+    queries=None,  # row indices to query; None: every row
+    exclude_self: bool = True,  # leave each query out of its own list
+    block_elems: int = 2**25,  # similarity entries computed at once (bounds memory)
+) -> tuple[np.ndarray, np.ndarray]:  # (indices (m, k), similarities (m, k)), most similar first
+    """Indices `(m, k)` and cosine similarities of each query's k nearest rows of `z` (queries: row
+    indices, default all)."""
     zt = F.normalize(torch.from_numpy(_as_matrix(z)), dim=1)
     n = len(zt)
     q = np.arange(n) if queries is None else np.atleast_1d(np.asarray(queries))
     if q.size and (q.min() < 0 or q.max() >= n):
-        raise ValueError(f"`queries` must be row positions in [0, {n}); got min {q.min()}, max {q.max()}")
+        raise ValueError(
+            f"`queries` must be row positions in [0, {n}); got min {q.min()}, max {q.max()}"
+        )
     check_int("k", k, 1, n - 1 if exclude_self else n)
     rows = max(1, block_elems // n)
     idx, sim = np.empty((len(q), k), np.int64), np.empty((len(q), k), np.float32)
     for s in range(0, len(q), rows):
-        qb = torch.as_tensor(q[s:s + rows])
+        qb = torch.as_tensor(q[s : s + rows])
         sims = zt[qb] @ zt.T
         if exclude_self:
             sims[torch.arange(len(qb)), qb] = -float("inf")
         v, i = sims.topk(k, dim=1)
-        idx[s:s + rows], sim[s:s + rows] = i.numpy(), v.numpy()
+        idx[s : s + rows], sim[s : s + rows] = i.numpy(), v.numpy()
     return idx, sim
 
 # %% ../nbs/30_explore.ipynb #6848829d
-def knn_overlap(z_a, z_b, k: int = 10) -> np.ndarray:
-    "Per item, |kNN_A ∩ kNN_B| / k for two embeddings of the same items in the same row order: `(n,)` in [0, 1]."
+def knn_overlap(
+    z_a,  # (n, d) the first embedding
+    z_b,  # (n, d') the second embedding, same rows
+    k: int = 10,  # neighbours compared per item
+) -> np.ndarray:  # (n,) shared-neighbour fraction per item
+    """Per item, |kNN_A ∩ kNN_B| / k for two embeddings of the same items in the same row order:
+    `(n,)` in [0, 1]."""
     a, b = _as_matrix(z_a, "z_a"), _as_matrix(z_b, "z_b")
     if len(a) != len(b):
-        raise ValueError(f"`z_a` and `z_b` must embed the same items (same number of rows); got {len(a)} and {len(b)}")
-    ia, _ = knn_indices(a, k); ib, _ = knn_indices(b, k)
+        raise ValueError(
+            f"`z_a` and `z_b` must embed the same items (same number of rows); got {len(a)} and"
+            f" {len(b)}"
+        )
+    ia, _ = knn_indices(a, k)
+    ib, _ = knn_indices(b, k)
     return (ia[:, :, None] == ib[:, None, :]).any(2).mean(1)
 
 # %% ../nbs/30_explore.ipynb #5970898b
-def display_subsample(labels, cap: int, seed: int = 0) -> tuple[np.ndarray, pd.DataFrame]:
-    "Row positions (sorted) of at most `cap` items keeping every point of the smallest classes; and a per-class report."
+def display_subsample(
+    labels,  # (n,) class of each row
+    cap: int,  # most rows kept (at least the number of classes)
+    seed: int = 0,  # draws the rows kept
+) -> tuple[np.ndarray, pd.DataFrame]:  # (sorted kept rows, per-class table: n, shown, dropped)
+    """Row positions (sorted) of at most `cap` items keeping every point of the smallest classes;
+    and a per-class report."""
     y = np.asarray(labels)
     check_int("cap", cap, 1)
     classes, inv, counts = np.unique(y, return_inverse=True, return_counts=True)
@@ -172,17 +275,31 @@ def display_subsample(labels, cap: int, seed: int = 0) -> tuple[np.ndarray, pd.D
         quota = counts.copy()
     else:
         if len(classes) > cap:
-            raise ValueError(f"`cap` ({cap}) must be at least the number of classes ({len(classes)}) to keep one point of each")
+            raise ValueError(
+                f"`cap` ({cap}) must be at least the number of classes ({len(classes)}) to keep one"
+                " point of each"
+            )
         lo, hi = 1, int(counts.max())
-        while lo < hi:                                   # largest q with sum(min(n_c, q)) <= cap
+        while lo < hi:  # largest q with sum(min(n_c, q)) <= cap
             mid = (lo + hi + 1) // 2
             lo, hi = (mid, hi) if np.minimum(counts, mid).sum() <= cap else (lo, mid - 1)
         quota = np.minimum(counts, lo)
         spare = cap - quota.sum()
-        for c in np.argsort(-counts, kind="stable"):     # leftover places go to the largest classes, one each
-            if spare == 0: break
-            if quota[c] < counts[c]: quota[c] += 1; spare -= 1
+        # leftover places go to the largest classes, one each
+        for c in np.argsort(-counts, kind="stable"):
+            if spare == 0:
+                break
+            if quota[c] < counts[c]:
+                quota[c] += 1
+                spare -= 1
         rng = np.random.default_rng(seed)
-        keep = np.sort(np.concatenate([rng.choice(np.flatnonzero(inv == c), quota[c], replace=False) for c in range(len(classes))]))
-    report = pd.DataFrame({"class": classes, "n": counts, "shown": quota, "dropped": counts - quota})
+        keep = np.sort(
+            np.concatenate([
+                rng.choice(np.flatnonzero(inv == c), quota[c], replace=False)
+                for c in range(len(classes))
+            ])
+        )
+    report = pd.DataFrame(
+        {"class": classes, "n": counts, "shown": quota, "dropped": counts - quota}
+    )
     return keep, report
