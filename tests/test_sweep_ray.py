@@ -9,7 +9,7 @@ import tempfile
 import pytest
 
 from helpers import BIN, tool
-from test_sweep import write_sweep
+from test_sweep import TINY, write_sweep
 
 
 def _free_port():
@@ -60,4 +60,4 @@ def test_sweep_on_local_ray_cluster(tmp_path, ray_head):
     st = json.loads((tmp_path / "runs" / "r" / "sweep_status.json").read_text())
     assert st["runs"] == {"labeled_fraction-0.1_seed-0": "ok", "labeled_fraction-0.1_seed-1": "ok"}
     for run in st["runs"]:
-        assert json.loads((tmp_path / "runs" / "r" / run / "metrics.json").read_text())["epochs"] == 2
+        assert json.loads((tmp_path / "runs" / "r" / run / "metrics.json").read_text())["epochs"] == TINY["epochs"]
