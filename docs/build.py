@@ -302,7 +302,18 @@ def signature_block(obj) -> str | None:
     one = f"{head}({', '.join(params)}{ret}"
     if len(one) <= MAX_LINE:
         return f"```python\n{one}\n```"
-    return "```python\n" + head + "(\n" + "".join(f"    {p},\n" for p in params) + ret + "\n```"
+    return "```python\n" + head + "(\n" + "".join(_param_lines(p) for p in params) + ret + "\n```"
+
+
+def _param_lines(p: str) -> str:
+    "One parameter of a wrapped signature, itself broken after its commas when it is longer than a line."
+    lines, line = [], "    "
+    for i, piece in enumerate(re.split(r"(?<=, )", p)):
+        if len(line) + len(piece) > MAX_LINE - 1 and line.strip():
+            lines.append(line.rstrip())
+            line = "        "
+        line += piece
+    return "\n".join(lines + [line]) + ",\n"
 
 
 def _symbol_or_none(full: str | None):
