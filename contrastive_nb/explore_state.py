@@ -23,71 +23,144 @@ __all__ = ['PALETTE_10', 'PALETTE_24', 'OTHER_COLOR', 'FILTERED_COLOR', 'MAX_CAT
            'ExplorerState']
 
 # %% ../nbs/30a_explore_state.ipynb #5ad107ee
-def check_embedding_table(table, name: str = "table", min_rows: int = 2) -> pd.DataFrame:
-    "`table` with a fresh 0..n−1 index, after checking it is an embedding table with `min_rows` rows and unique ids."
+def check_embedding_table(
+    table,  # a DataFrame with an 'embedding' column (ids, if any, unique)
+    name: str = "table",  # what the error messages call it
+    min_rows: int = 2,  # fewest rows accepted
+) -> pd.DataFrame:  # a copy with index 0..n−1
+    """`table` with a fresh 0..n−1 index, after checking it is an embedding table with `min_rows`
+    rows and unique ids."""
     if not isinstance(table, pd.DataFrame) or "embedding" not in table:
-        raise ValueError(f"`{name}` must be an embedding table (a DataFrame with an 'embedding' column); "
-                         "build it with evaluate.embedding_table or read it with evaluate.load_embedding_table")
+        raise ValueError(
+            f"`{name}` must be an embedding table (a DataFrame with an 'embedding' column); "
+            "build it with evaluate.embedding_table or read it with evaluate.load_embedding_table"
+        )
     if len(table) < min_rows:
-        raise ValueError(f"`{name}` has {len(table)} row(s): too small to explore (at least {min_rows})")
+        raise ValueError(
+            f"`{name}` has {len(table)} row(s): too small to explore (at least {min_rows})"
+        )
     if "id" in table:
         dup = table["id"].duplicated(keep=False).to_numpy()
         if dup.any():
             first = table["id"].to_numpy()[dup][0]
             rows = np.flatnonzero(table["id"].to_numpy() == first)[:5].tolist()
-            raise ValueError(f"`{name}` has duplicate ids ({int(table['id'].duplicated().sum())} repeats; id {first!r} "
-                             f"is in rows {rows}): items are told apart by id, so give each row its own id")
+            raise ValueError(
+                f"`{name}` has duplicate ids ({int(table['id'].duplicated().sum())} repeats; id"
+                f" {first!r} is in rows {rows}): items are told apart by id, so give each row its"
+                " own id"
+            )
     return table.reset_index(drop=True)
 
 # %% ../nbs/30a_explore_state.ipynb #08b96990
-def check_one_value_per_row(values, name: str = "column"):
-    "Refuse a column whose cells are lists or arrays (multi-label): it cannot be coloured or counted by."
+def check_one_value_per_row(
+    values,  # the column's values
+    name: str = "column",  # what the error message calls it
+):
+    """Refuse a column whose cells are lists or arrays (multi-label): it cannot be coloured or
+    counted by."""
     v = pd.Series(values)
     if v.dtype == object:
         is_list = v.map(lambda x: isinstance(x, (list, tuple, set, np.ndarray))).to_numpy()
         if is_list.any():
             i = int(np.flatnonzero(is_list)[0])
-            raise ValueError(f"{name} holds lists (row {i}: {list(v.iloc[i])[:4]!r}), not one value per row, so it cannot "
-                             "be coloured or counted by; add a column with one value per row (e.g. its first entry) and use that")
+            raise ValueError(
+                f"{name} holds lists (row {i}: {list(v.iloc[i])[:4]!r}), not one value per row, so"
+                " it cannot be coloured or counted by; add a column with one value per row (e.g."
+                " its first entry) and use that"
+            )
 
 # %% ../nbs/30a_explore_state.ipynb #13cf1d0d
-def is_categorical(values, max_categories: int = 24) -> bool:
-    "Whether a column is coloured by category (text, bool, or integers with few distinct values) rather than a scale."
+def is_categorical(
+    values,  # the column's values
+    max_categories: int = 24,  # most distinct integers still categorical
+) -> bool:  # True: categories; False: a continuous scale
+    """Whether a column is coloured by category (text, bool, or integers with few distinct values)
+    rather than a scale."""
     v = pd.Series(values)
     if v.dtype == bool or not pd.api.types.is_numeric_dtype(v):
         return True
     return pd.api.types.is_integer_dtype(v) and v.nunique(dropna=False) <= max_categories
 
 # %% ../nbs/30a_explore_state.ipynb #cd9b81c6
-PALETTE_10 = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
-PALETTE_24 = ("#2E91E5", "#E15F99", "#1CA71C", "#FB0D0D", "#DA16FF", "#222A2A", "#B68100", "#750D86", "#EB663B", "#511CFB",
-              "#00A08B", "#FB00D1", "#FC0080", "#B2828D", "#6C7C32", "#778AAE", "#862A16", "#A777F1", "#620042", "#1616A7",
-              "#DA60CA", "#6C4516", "#0D2A63", "#AF0038")   # plotly's Dark24
+PALETTE_10 = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
+PALETTE_24 = (
+    "#2E91E5",
+    "#E15F99",
+    "#1CA71C",
+    "#FB0D0D",
+    "#DA16FF",
+    "#222A2A",
+    "#B68100",
+    "#750D86",
+    "#EB663B",
+    "#511CFB",
+    "#00A08B",
+    "#FB00D1",
+    "#FC0080",
+    "#B2828D",
+    "#6C7C32",
+    "#778AAE",
+    "#862A16",
+    "#A777F1",
+    "#620042",
+    "#1616A7",
+    "#DA60CA",
+    "#6C4516",
+    "#0D2A63",
+    "#AF0038",
+)  # plotly's Dark24
 OTHER_COLOR, FILTERED_COLOR = "#b8b8b8", "#e4e4e4"
 MAX_CATEGORIES = len(PALETTE_24)
+
 
 def _natural_key(s):
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(s))]
 
-def color_plan(values, max_categories: int = MAX_CATEGORIES, name: str = "column") -> dict:
-    "How to colour a column: its categories (most frequent first), their colours and the 'other' ones; or a scale."
+
+def color_plan(
+    values,  # the column's values
+    max_categories: int = MAX_CATEGORIES,  # categories given their own colour; the rest are 'other'
+    name: str = "column",  # what messages call the column
+) -> dict:  # `{'kind', 'order', 'colors', 'other', 'note'}`, kind 'categories' or 'scale'
+    """How to colour a column: its categories (most frequent first), their colours and the 'other'
+    ones; or a scale."""
     check_one_value_per_row(values, name)
     v = pd.Series(values)
     if not is_categorical(v, max_categories):
         return {"kind": "scale", "order": [], "colors": {}, "other": [], "note": ""}
     counts = v.astype(str).value_counts()
-    ranked = counts.index[np.lexsort((counts.index.to_numpy(str), -counts.to_numpy()))]   # by count, ties by text
+    # by count, ties by text
+    ranked = counts.index[np.lexsort((counts.index.to_numpy(str), -counts.to_numpy()))]
     n_keep = len(ranked) if len(ranked) <= max_categories else max_categories - 1
-    keep = sorted(ranked[:n_keep], key=lambda c: (-counts[c], _natural_key(c)))          # ties in natural order
+    # ties in natural order
+    keep = sorted(ranked[:n_keep], key=lambda c: (-counts[c], _natural_key(c)))
     other = list(ranked[n_keep:])
     palette = PALETTE_10 if len(keep) <= len(PALETTE_10) else PALETTE_24
     colors = {c: palette[i] for i, c in enumerate(sorted(keep, key=_natural_key))}
-    note = (f"{len(ranked):,} distinct values: the {len(keep)} most frequent have a colour, the other {len(other):,} "
-            "are grey ('other')") if other else ""
+    note = (
+        f"{len(ranked):,} distinct values: the {len(keep)} most frequent have a colour, the other"
+        f" {len(other):,} are grey ('other')"
+        if other
+        else ""
+    )
     return {"kind": "categories", "order": keep, "colors": colors, "other": other, "note": note}
 
 # %% ../nbs/30a_explore_state.ipynb #e6de57ad
-def varying_columns(table: pd.DataFrame, exclude=()) -> list[str]:
+def varying_columns(
+    table: pd.DataFrame,  # an embedding table
+    exclude=(),  # column names left out
+) -> list[str]:  # column names, in table order
     "The columns of `table` whose value differs between rows ('embedding' and `exclude` left out)."
     out = []
     for c in table.columns:
@@ -101,20 +174,39 @@ def varying_columns(table: pd.DataFrame, exclude=()) -> list[str]:
     return out
 
 # %% ../nbs/30a_explore_state.ipynb #fe4f3044
-def hover_text(table: pd.DataFrame, rows, columns, text: str | None = None, n_columns: int = 4) -> np.ndarray:
-    "Short hover labels for `rows`: up to `n_columns` of `columns` as `name=value`, then the start of the `text` column."
+def hover_text(
+    table: pd.DataFrame,  # an embedding table
+    rows,  # row positions to label
+    columns,  # columns shown as `name=value`
+    text: str | None = None,  # a text column whose first 80 characters follow; None: none
+    n_columns: int = 4,  # most columns shown
+) -> np.ndarray:  # (len(rows),) HTML-escaped strings
+    """Short hover labels for `rows`: up to `n_columns` of `columns` as `name=value`, then the
+    start of the `text` column."""
     rows = np.asarray(rows, np.int64)
-    parts = [table[c].iloc[rows].astype(str).map(html.escape).radd(f"{c}=") for c in list(columns)[:n_columns]]
-    s = parts[0].str.cat(parts[1:], sep=" · ") if parts else pd.Series([""] * len(rows), dtype=object)
+    parts = [
+        table[c].iloc[rows].astype(str).map(html.escape).radd(f"{c}=")
+        for c in list(columns)[:n_columns]
+    ]
+    s = (
+        parts[0].str.cat(parts[1:], sep=" · ")
+        if parts
+        else pd.Series([""] * len(rows), dtype=object)
+    )
     if text is not None:
         snippet = table[text].iloc[rows].astype(str).str.slice(0, 80).map(html.escape)
         s = (s + "<br>" + snippet) if parts else snippet
     return s.to_numpy(dtype=object)
 
 # %% ../nbs/30a_explore_state.ipynb #bec253b4
-def thumbnail_png(image, size: int = 96) -> bytes:
-    "PNG bytes of an image given as (H, W), (C, H, W) or (H, W, C) array/tensor in [0, 1] or 0–255, or a PIL image."
+def thumbnail_png(
+    image,  # an array, tensor or PIL image
+    size: int = 96,  # longest side of the thumbnail in pixels
+) -> bytes:  # PNG bytes
+    """PNG bytes of an image given as (H, W), (C, H, W) or (H, W, C) array/tensor in [0, 1] or
+    0–255, or a PIL image."""
     from PIL import Image
+
     if not isinstance(image, Image.Image):
         a = image.detach().cpu().numpy() if isinstance(image, torch.Tensor) else np.asarray(image)
         if a.ndim == 3 and a.shape[0] in (1, 3) and a.shape[-1] not in (1, 3):
@@ -128,11 +220,14 @@ def thumbnail_png(image, size: int = 96) -> bytes:
         image = Image.fromarray(a)
     scale = max(1, size // max(image.size))
     image = image.resize((image.size[0] * scale, image.size[1] * scale), Image.NEAREST)
-    buf = io.BytesIO(); image.save(buf, format="PNG")
+    buf = io.BytesIO()
+    image.save(buf, format="PNG")
     return buf.getvalue()
+
 
 def _read_image(path):
     from PIL import Image
+
     with Image.open(path) as im:
         return im.convert("RGB").copy()
 
@@ -140,11 +235,15 @@ def _read_image(path):
 def _check_rows(rows, n) -> np.ndarray:
     rows = np.unique(np.asarray([] if rows is None else rows, np.int64))
     if rows.size and (rows.min() < 0 or rows.max() >= n):
-        raise ValueError(f"`rows` must be row positions in [0, {n}); got min {rows.min()}, max {rows.max()}")
+        raise ValueError(
+            f"`rows` must be row positions in [0, {n}); got min {rows.min()}, max {rows.max()}"
+        )
     return rows
+
 
 class _StateReading:
     "What can be read from an `ExplorerState` (a mixin: the attributes are set by its constructor)."
+
     def _row(self, row, name="row"):
         return None if row is None else check_int(name, int(row), 0, len(self.table) - 1)
 
@@ -154,13 +253,18 @@ class _StateReading:
         return self.table.drop(columns="embedding").iloc[self.selected]
 
     def counts(self, by=None) -> pd.DataFrame:
-        "Counts of the selection per class (and per group column, if the table has one) with the share of the class selected."
-        by = [c for c in (by or ["label", "group"]) if c in self.table]
+        """Counts of the selection per class (and per group column, if the table has one) with the
+        share of the class selected."""
+        by = [c for c in by or ["label", "group"] if c in self.table]
         out = []
         for c in by:
             check_one_value_per_row(self.table[c], f"`{c}`")
             s = self.table[c].iloc[self.selected].value_counts().rename("selected")
-            df = pd.concat([s, self.table[c].value_counts().rename("total")], axis=1).fillna(0).astype(int)
+            df = (
+                pd.concat([s, self.table[c].value_counts().rename("total")], axis=1)
+                .fillna(0)
+                .astype(int)
+            )
             df = df[df["selected"] > 0].sort_values("selected", ascending=False)
             df["share"] = (df["selected"] / df["total"]).round(3)
             df.index = [f"{c}={v}" for v in df.index]
@@ -168,34 +272,51 @@ class _StateReading:
         return pd.concat(out) if out else pd.DataFrame({"selected": [len(self.selected)]})
 
     def neighbours(self, row: int, k: int | None = None) -> pd.DataFrame:
-        "The k nearest rows to `row` in the original embedding space (cosine), with their similarity."
+        """The k nearest rows to `row` in the original embedding space (cosine), with their
+        similarity."""
         row = self._row(row)
         idx, sim = knn_indices(self.z, k or self.k, queries=[row])
         out = self.table.drop(columns="embedding").iloc[idx[0]].copy()
-        out.insert(0, "cosine", sim[0]); out.insert(0, "row", idx[0])
+        out.insert(0, "cosine", sim[0])
+        out.insert(0, "row", idx[0])
         return out
 
     def image(self, row: int):
-        "The image of `row` (from `images`: a function of the row, a column of file paths, or one image per row)."
+        """The image of `row` (from `images`: a function of the row, a column of file paths, or one
+        image per row)."""
         r = self.table.iloc[self._row(row)]
-        return (self.images(r) if callable(self.images) else
-                _read_image(r[self.images]) if isinstance(self.images, str) else self.images[int(row)])
+        return (
+            self.images(r)
+            if callable(self.images)
+            else (
+                _read_image(r[self.images])
+                if isinstance(self.images, str)
+                else self.images[int(row)]
+            )
+        )
 
     def describe(self, row: int) -> dict:
         "What hovering `row` shows: its text, thumbnail (PNG bytes) and metadata."
         row = self._row(row)
         r = self.table.iloc[row]
         img = None if self.images is None else thumbnail_png(self.image(row))
-        return {"row": row, "text": None if self.text is None else str(r[self.text]), "image_png": img,
-                "meta": {c: r[c] for c in self.hover_columns}}
+        return {
+            "row": row,
+            "text": None if self.text is None else str(r[self.text]),
+            "image_png": img,
+            "meta": {c: r[c] for c in self.hover_columns},
+        }
 
     def status(self) -> str:
         "One line: what is shown, what the cap dropped, the colour, the active query."
         msg = f"showing {len(self.shown):,} of {len(self.table):,} points, coloured by {self.color}"
         d = self.dropped[self.dropped["dropped"] > 0]
         if len(d):
-            msg += (f"; display cap dropped {int(d['dropped'].sum()):,} points from {len(d)} largest classes "
-                    f"(every point of the other {len(self.dropped) - len(d)} classes kept; see `.dropped`)")
+            msg += (
+                f"; display cap dropped {int(d['dropped'].sum()):,} points from {len(d)} largest"
+                f" classes (every point of the other {len(self.dropped) - len(d)} classes kept; see"
+                " `.dropped`)"
+            )
         if self.plan["note"]:
             msg += f"; {self.color}: {self.plan['note']}"
         if self.query:
@@ -204,36 +325,76 @@ class _StateReading:
 
 # %% ../nbs/30a_explore_state.ipynb #f2db6549
 class ExplorerState(_StateReading):
-    "One embedding table, its 2-D layout and what is shown of it: colour, filter, selection, focus; tells listeners."
-    def __init__(self, table: pd.DataFrame, xy, color: str = "label", text: str | None = None, images=None,
-                 k: int | None = None, cap: int = 1_000_000, hover_columns=None, seed: int = 0, z=None,
-                 title: str | None = None, marker_size: int = 6):
+    """One embedding table, its 2-D layout and what is shown of it: colour, filter, selection,
+    focus; tells listeners."""
+
+    def __init__(
+        self,
+        table: pd.DataFrame,  # the embedding table (from `embedding_table`)
+        xy,  # (n, 2) its layout, e.g. from `projection`
+        color: str = "label",  # the column to colour by
+        # a text column shown on hover and searched by `filter`; None: none
+        text: str | None = None,
+        # a column name, a function of the row, or one image per row, shown for the hovered item;
+        # None: none
+        images=None,
+        k: int | None = None,  # neighbours ringed on a click; None: min(10, n − 1)
+        cap: int = 1_000_000,  # most points drawn (class-stratified subsample)
+        hover_columns=None,  # columns shown on hover; None: up to 8 that vary
+        seed: int = 0,  # draws the display subsample
+        z=None,  # (n, d) embeddings for neighbours; None: the table's
+        title: str | None = None,  # the plot's title; None: none
+        marker_size: int = 6,  # point size in pixels
+    ):
         self.table = check_embedding_table(table)
         n = len(self.table)
         self.z = table_embeddings(self.table) if z is None else z
-        for name, col in (("color", color), ("text", text)) + ((("images", images),) if isinstance(images, str) else ()):
+        for name, col in (("color", color), ("text", text)) + (
+            (("images", images),) if isinstance(images, str) else ()
+        ):
             if col is not None and (col not in self.table or col == "embedding"):
-                raise ValueError(f"`{name}` must be a column of the table {self.columns()}; got {col!r}")
-        if images is not None and not callable(images) and not isinstance(images, str) and len(images) != n:
-            raise ValueError(f"`images` must be a column name, a function of the row, or one image per row ({n}); got {len(images)}")
+                raise ValueError(
+                    f"`{name}` must be a column of the table {self.columns()}; got {col!r}"
+                )
+        if (
+            images is not None
+            and not callable(images)
+            and not isinstance(images, str)
+            and len(images) != n
+        ):
+            raise ValueError(
+                "`images` must be a column name, a function of the row, or one image per row"
+                f" ({n}); got {len(images)}"
+            )
         self.xy = np.asarray(xy, np.float32)
         if self.xy.shape != (n, 2) or not np.isfinite(self.xy).all():
-            raise ValueError(f"`xy` must be a finite (n, 2) layout with n = {n}; got shape {self.xy.shape}")
+            raise ValueError(
+                f"`xy` must be a finite (n, 2) layout with n = {n}; got shape {self.xy.shape}"
+            )
         self.k = min(10, n - 1) if k is None else check_int("k", k, 1, n - 1)
         self.text, self.images, self.title, self.marker_size = text, images, title, marker_size
         skip = (text, "x", "y", images if isinstance(images, str) else None)
-        self.hover_columns = list(hover_columns) if hover_columns is not None else varying_columns(self.table, skip)[:8]
+        self.hover_columns = (
+            list(hover_columns)
+            if hover_columns is not None
+            else varying_columns(self.table, skip)[:8]
+        )
         strat = self.table["label"] if "label" in self.table else np.zeros(n, int)
-        try: check_one_value_per_row(strat)
-        except ValueError: strat = np.zeros(n, int)        # a multi-label column cannot stratify the display cap
-        self.cap_rows, self.dropped = display_subsample(np.asarray(strat).astype(str), cap, seed=seed)
+        try:
+            check_one_value_per_row(strat)
+        # a multi-label column cannot stratify the display cap
+        except ValueError:
+            strat = np.zeros(n, int)
+        self.cap_rows, self.dropped = display_subsample(
+            np.asarray(strat).astype(str), cap, seed=seed
+        )
         self._set_color(color)
         self.query, self.match = "", np.ones(n, bool)
         self.selected = np.zeros(0, np.int64)
         self.clicked = self.hovered = self.linked = None
         self._listeners = []
 
-    def columns(self) -> list[str]:
+    def columns(self) -> list[str]:  # column names
         "The table's columns other than 'embedding'."
         return [c for c in self.table.columns if c != "embedding"]
 
@@ -249,8 +410,12 @@ class ExplorerState(_StateReading):
 
     visible = shown
 
-    def subscribe(self, listener):
-        "Call `listener(what, **info)` after every change; `what` is 'view', 'selection', 'focus', 'hover' or 'link'."
+    def subscribe(
+        self,
+        listener,  # a callable `listener(what, **info)`
+    ):
+        """Call `listener(what, **info)` after every change; `what` is 'view', 'selection',
+        'focus', 'hover' or 'link'."""
         self._listeners.append(listener)
 
     def _changed(self, what: str, **info):
@@ -259,42 +424,67 @@ class ExplorerState(_StateReading):
 
     def _set_color(self, column):
         if column not in self.table or column == "embedding":
-            raise ValueError(f"`column` must be a column of the table {self.columns()}; got {column!r}")
+            raise ValueError(
+                f"`column` must be a column of the table {self.columns()}; got {column!r}"
+            )
         plan = color_plan(self.table[column], name=f"`{column}`")
         codes = None
-        if plan["kind"] == "categories":   # category of each row: its position in plan['order'], -1 for 'other'
-            codes = pd.Index(plan["order"]).get_indexer(self.table[column].astype(str)).astype(np.int64)
+        # category of each row: its position in plan['order'], -1 for 'other'
+        if plan["kind"] == "categories":
+            codes = (
+                pd.Index(plan["order"]).get_indexer(self.table[column].astype(str)).astype(np.int64)
+            )
         self.color, self.plan, self.codes = column, plan, codes
 
-    def color_by(self, column: str):
+    def color_by(
+        self,
+        column: str,  # a column of the table
+    ):
         "Colour by another column of the table."
         if column != self.color:
             self._set_color(column)
             self._changed("view")
         return self
 
-    def filter(self, query: str = ""):
-        "Grey out the rows that do not match a pandas query or, if it is not one and a text column is set, its words."
+    def filter(
+        self,
+        # a pandas query (`label == 'cat'`) or words to find in the text column; '' clears
+        query: str = "",
+    ):
+        """Grey out the rows that do not match a pandas query or, if it is not one and a text
+        column is set, its words."""
         query = (query or "").strip()
         mask = np.ones(len(self.table), bool) if not query else None
         if query:
             try:
                 m = self.table.drop(columns="embedding").eval(query)
-                mask = np.asarray(m, bool) if getattr(m, "shape", ()) == (len(self.table),) else None
-            except Exception:          # not a pandas expression: searched as words below
+                mask = (
+                    np.asarray(m, bool) if getattr(m, "shape", ()) == (len(self.table),) else None
+                )
+            except Exception:  # not a pandas expression: searched as words below
                 mask = None
         if mask is None:
             if self.text is None:
-                raise ValueError(f"`query` is not a valid pandas query over {self.columns()} and the explorer has no text column to search: {query!r}")
+                raise ValueError(
+                    f"`query` is not a valid pandas query over {self.columns()} and the explorer"
+                    f" has no text column to search: {query!r}"
+                )
             low = self.table[self.text].astype(str).str.lower()
-            mask = np.logical_and.reduce([low.str.contains(w, regex=False).to_numpy() for w in query.lower().split()])
+            mask = np.logical_and.reduce(
+                [low.str.contains(w, regex=False).to_numpy() for w in query.lower().split()]
+            )
         if query != self.query or not np.array_equal(mask, self.match):
             self.query, self.match = query, mask
             self._changed("view")
         return self
 
-    def select(self, rows, origin: str = "python"):
-        "Set the selection (row positions; None or empty clears); `origin='browser'` when a drag in the plot made it."
+    def select(
+        self,
+        rows,  # row positions; None or empty clears
+        origin: str = "python",  # `'python'` or `'browser'`
+    ):
+        """Set the selection (row positions; None or empty clears); `origin='browser'` when a drag
+        in the plot made it."""
         self.selected = _check_rows(rows, len(self.table))
         self._changed("selection", origin=origin)
         return self
@@ -304,14 +494,23 @@ class ExplorerState(_StateReading):
         self._changed(what)
         return self
 
-    def focus(self, row):
+    def focus(
+        self,
+        row,  # a row position; None clears
+    ):
         "Ring `row` and its k nearest neighbours (what a click does); None clears."
         return self._set_item("clicked", "focus", row)
 
-    def hover(self, row):
+    def hover(
+        self,
+        row,  # a row position; None clears
+    ):
         "Make `row` the hovered item (shown in the side panel)."
         return self._set_item("hovered", "hover", row)
 
-    def link(self, row):
+    def link(
+        self,
+        row,  # a row position; None clears
+    ):
         "Ring `row` because it is hovered in a linked view; None clears."
         return self._set_item("linked", "link", row)
