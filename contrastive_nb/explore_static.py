@@ -26,96 +26,233 @@ __all__ = ['scatter_traces', 'scatter_layout', 'state_figure', 'draw_state', 'st
 # %% ../nbs/30b_explore_static.ipynb #3281cd23
 def _ring(state, rows, color, width, scale, meta):
     rows = np.asarray([r for r in rows if r is not None], np.int64)
-    return dict(type="scattergl", x=state.xy[rows, 0], y=state.xy[rows, 1], mode="markers", meta=meta, name=meta,
-                hoverinfo="skip", showlegend=False,
-                marker=dict(size=state.marker_size * scale, color="rgba(0,0,0,0)", line=dict(width=width, color=color)))
+    return dict(
+        type="scattergl",
+        x=state.xy[rows, 0],
+        y=state.xy[rows, 1],
+        mode="markers",
+        meta=meta,
+        name=meta,
+        hoverinfo="skip",
+        showlegend=False,
+        marker=dict(
+            size=state.marker_size * scale,
+            color="rgba(0,0,0,0)",
+            line=dict(width=width, color=color),
+        ),
+    )
+
 
 def _hover_labels(state) -> np.ndarray:
     "The hover label of every row of a state (built on first use, then kept)."
     if getattr(state, "_hover_text", None) is None:
-        state._hover_text = hover_text(state.table, np.arange(len(state.table)), state.hover_columns, state.text)
+        state._hover_text = hover_text(
+            state.table, np.arange(len(state.table)), state.hover_columns, state.text
+        )
     return state._hover_text
+
 
 def _ring_rows(state) -> dict:
     "Rows ringed by the overlays: the clicked item and its neighbours, and the linked item."
-    nb = [] if state.clicked is None else [state.clicked] + state.neighbours(state.clicked)["row"].tolist()
+    nb = (
+        []
+        if state.clicked is None
+        else [state.clicked] + state.neighbours(state.clicked)["row"].tolist()
+    )
     return {"neighbours": nb, "linked": [] if state.linked is None else [state.linked]}
 
-def scatter_traces(state, legend: bool = True, with_text: bool = True) -> list[dict]:
-    "The plotly traces (dicts) of a state: greyed-out points, coloured points, then the neighbour and linked rings."
-    rows, ms = state.shown, state.marker_size
+
+def _points(state, texts, r, name, marker, **kw) -> dict:
+    "One trace of coloured points: rows `r` of a state, their hover labels `texts[r]` (if any)."
+    text = {} if texts is None else {"text": texts[r]}
+    return dict(
+        type="scattergl",
+        x=state.xy[r, 0],
+        y=state.xy[r, 1],
+        mode="markers",
+        meta="points",
+        name=name,
+        customdata=r.astype(np.int32),
+        hovertemplate="%{text}<extra></extra>",
+        **text,
+        marker=dict(size=state.marker_size, **marker),
+        unselected=dict(marker=dict(opacity=0.15)),
+        **kw,
+    )
+
+
+def scatter_traces(
+    state,  # an `ExplorerState`
+    legend: bool = True,  # show the categories in the legend
+    with_text: bool = True,  # attach hover labels
+) -> list[dict]:  # plotly trace dicts, bottom first
+    """The plotly traces (dicts) of a state: greyed-out points, coloured points, then the neighbour
+    and linked rings."""
+    rows = state.shown
     texts = _hover_labels(state) if with_text else None
     g = state.greyed
-    out = [dict(type="scattergl", x=state.xy[g, 0], y=state.xy[g, 1], mode="markers", meta="background", name="filtered out",
-                hoverinfo="skip", showlegend=False, marker=dict(size=ms, color=FILTERED_COLOR))]
+    out = [
+        dict(
+            type="scattergl",
+            x=state.xy[g, 0],
+            y=state.xy[g, 1],
+            mode="markers",
+            meta="background",
+            name="filtered out",
+            hoverinfo="skip",
+            showlegend=False,
+            marker=dict(size=state.marker_size, color=FILTERED_COLOR),
+        )
+    ]
+
     def points(r, name, marker, **kw):
-        text = {} if texts is None else {"text": texts[r]}
-        return dict(type="scattergl", x=state.xy[r, 0], y=state.xy[r, 1], mode="markers", meta="points", name=name,
-                    customdata=r.astype(np.int32), hovertemplate="%{text}<extra></extra>", **text,
-                    marker=dict(size=ms, **marker), unselected=dict(marker=dict(opacity=0.15)), **kw)
+        return _points(state, texts, r, name, marker, **kw)
+
     plan = state.plan
     if plan["kind"] == "scale":
         vals = pd.to_numeric(state.table[state.color], errors="coerce").to_numpy(np.float64)[rows]
-        out.append(points(rows, state.color, dict(color=vals, colorscale="Viridis", showscale=True,
-                                                  colorbar=dict(title=dict(text=state.color), thickness=12)), showlegend=False))
+        out.append(
+            points(
+                rows,
+                state.color,
+                dict(
+                    color=vals,
+                    colorscale="Viridis",
+                    showscale=True,
+                    colorbar=dict(title=dict(text=state.color), thickness=12),
+                ),
+                showlegend=False,
+            )
+        )
     else:
         codes = state.codes[rows]
         rank = {c: i for i, c in enumerate(sorted(plan["order"], key=_natural_key))}
         if plan["other"]:
-            out.append(points(rows[codes < 0], f"other ({len(plan['other']):,} values)", dict(color=OTHER_COLOR, opacity=0.7),
-                              legendgroup="other", legendrank=5000, showlegend=legend))
+            out.append(
+                points(
+                    rows[codes < 0],
+                    f"other ({len(plan['other']):,} values)",
+                    dict(color=OTHER_COLOR, opacity=0.7),
+                    legendgroup="other",
+                    legendrank=5000,
+                    showlegend=legend,
+                )
+            )
         for i, cat in enumerate(plan["order"]):
-            out.append(points(rows[codes == i], f"{state.color}={cat}", dict(color=plan["colors"][cat], opacity=0.85),
-                              legendgroup=cat, legendrank=1000 + rank[cat], showlegend=legend))
+            out.append(
+                points(
+                    rows[codes == i],
+                    f"{state.color}={cat}",
+                    dict(color=plan["colors"][cat], opacity=0.85),
+                    legendgroup=cat,
+                    legendrank=1000 + rank[cat],
+                    showlegend=legend,
+                )
+            )
     rings = _ring_rows(state)
     out.append(_ring(state, rings["neighbours"], "black", 2, 2.2, "neighbours"))
     out.append(_ring(state, rings["linked"], "#d62728", 3, 2.8, "linked"))
     return out
 
 # %% ../nbs/30b_explore_static.ipynb #8b851eb8
-def scatter_layout(state, width: int = 700, height: int = 520, title: str | None = None) -> dict:
-    "Plotly layout for a state: fixed axis ranges (no re-zoom on filtering), lasso by default, title at the left."
+def scatter_layout(
+    state,  # an `ExplorerState`
+    width: int = 700,  # pixels
+    height: int = 520,  # pixels
+    title: str | None = None,  # the title; None: the state's
+) -> dict:  # a plotly layout dict
+    """Plotly layout for a state: fixed axis ranges (no re-zoom on filtering), lasso by default,
+    title at the left."""
     lo, hi = state.xy.min(0), state.xy.max(0)
     pad = np.maximum((hi - lo) * 0.04, 1e-6)
     axis = lambda i: dict(visible=False, range=[float(lo[i] - pad[i]), float(hi[i] + pad[i])])
     title = state.title if title is None else title
-    return dict(title=dict(text=html.escape(title or ""), x=0.01, xanchor="left", font=dict(size=14)),
-                dragmode="lasso", hovermode="closest", width=width, height=height, uirevision="cnb",
-                margin=dict(l=10, r=10, t=40 if title else 10, b=10), xaxis=axis(0), yaxis=axis(1),
-                legend=dict(itemsizing="constant"), plot_bgcolor="white", paper_bgcolor="white")
+    return dict(
+        title=dict(text=html.escape(title or ""), x=0.01, xanchor="left", font=dict(size=14)),
+        dragmode="lasso",
+        hovermode="closest",
+        width=width,
+        height=height,
+        uirevision="cnb",
+        margin=dict(l=10, r=10, t=40 if title else 10, b=10),
+        xaxis=axis(0),
+        yaxis=axis(1),
+        legend=dict(itemsizing="constant"),
+        plot_bgcolor="white",
+        paper_bgcolor="white",
+    )
 
 # %% ../nbs/30b_explore_static.ipynb #9167bcab
-def state_figure(state, width: int = 700, height: int = 520, title: str | None = None, legend: bool = True,
-                 with_text: bool = True):
+def state_figure(
+    state,  # an `ExplorerState`
+    width: int = 700,  # pixels
+    height: int = 520,  # pixels
+    title: str | None = None,  # the title; None: the state's
+    legend: bool = True,  # show the categories in the legend
+    with_text: bool = True,  # attach hover labels
+):
     "The current view of a state as a plain plotly `go.Figure` (no kernel needed to view it)."
     import plotly.graph_objects as go
-    return go.Figure(data=scatter_traces(state, legend, with_text), layout=scatter_layout(state, width, height, title))
+
+    return go.Figure(
+        data=scatter_traces(state, legend, with_text),
+        layout=scatter_layout(state, width, height, title),
+    )
 
 # %% ../nbs/30b_explore_static.ipynb #9644e6de
-def draw_state(ax, state, legend: bool = True, point_size: float | None = None):
-    "Draw a state's traces on a matplotlib axis (same order and colours as plotly); returns the colour-scale mappable or None."
-    s = point_size or state.marker_size ** 2 / 3
+def draw_state(
+    ax,  # a matplotlib axis
+    state,  # an `ExplorerState`
+    legend: bool = True,  # draw the categories' legend beside the axis
+    point_size: float | None = None,  # marker area in points²; None: from the state's marker size
+):
+    """Draw a state's traces on a matplotlib axis (same order and colours as plotly); returns the
+    colour-scale mappable or None."""
+    s = point_size or state.marker_size**2 / 3
     mappable, handles = None, []
     for t in scatter_traces(state, legend=legend):
         if not len(t["x"]):
             continue
         c = t["marker"]["color"]
         if t["meta"] in ("neighbours", "linked"):
-            ax.scatter(t["x"], t["y"], s=s * 12, facecolors="none", edgecolors=t["marker"]["line"]["color"], linewidths=1.5)
+            ax.scatter(
+                t["x"],
+                t["y"],
+                s=s * 12,
+                facecolors="none",
+                edgecolors=t["marker"]["line"]["color"],
+                linewidths=1.5,
+            )
         elif isinstance(c, str):
-            h = ax.scatter(t["x"], t["y"], s=s, c=c, linewidths=0, alpha=0.85 if t["meta"] == "points" else 1)
-            if t["meta"] == "points": handles.append((h, t["name"]))
+            h = ax.scatter(
+                t["x"], t["y"], s=s, c=c, linewidths=0, alpha=0.85 if t["meta"] == "points" else 1
+            )
+            if t["meta"] == "points":
+                handles.append((h, t["name"]))
         else:
             mappable = ax.scatter(t["x"], t["y"], s=s, c=c, cmap="viridis", linewidths=0)
     if legend and handles:
         handles = sorted(handles, key=lambda hl: (hl[1].startswith("other ("), _natural_key(hl[1])))
-        ax.legend([h for h, _ in handles], [l for _, l in handles], loc="center left", bbox_to_anchor=(1, 0.5),
-                  frameon=False, fontsize=7, markerscale=2)
-    ax.set_xticks([]); ax.set_yticks([])
+        ax.legend(
+            [h for h, _ in handles],
+            [l for _, l in handles],
+            loc="center left",
+            bbox_to_anchor=(1, 0.5),
+            frameon=False,
+            fontsize=7,
+            markerscale=2,
+        )
+    ax.set_xticks([])
+    ax.set_yticks([])
     return mappable
 
 # %% ../nbs/30b_explore_static.ipynb #0dda4ae7
-def state_png(state, path=None, dpi: int = 110, title: str | None = None) -> bytes:
+def state_png(
+    state,  # an `ExplorerState`
+    path=None,  # a file to write too; None: none
+    dpi: int = 110,  # resolution
+    title: str | None = None,  # the title; None: the state's
+) -> bytes:  # PNG bytes
     "The current view of a state as PNG bytes; written atomically to `path` if given."
     from matplotlib.figure import Figure
     fig = Figure(figsize=(7.4, 5.2)); ax = fig.add_subplot()
@@ -130,45 +267,75 @@ def state_png(state, path=None, dpi: int = 110, title: str | None = None) -> byt
 # %% ../nbs/30b_explore_static.ipynb #6bca6c33
 @lru_cache(maxsize=1)
 def _plotly_js_bytes() -> bytes:
-    "The plotly.js bundle of the installed `plotly` package (what its figures are made for), as UTF-8 bytes."
+    """The plotly.js bundle of the installed `plotly` package (what its figures are made for), as
+    UTF-8 bytes."""
     from plotly.offline import get_plotlyjs
+
     return get_plotlyjs().encode("utf-8")
+
 
 def _plotly_version() -> str:
     from plotly.offline import get_plotlyjs_version
+
     return get_plotlyjs_version()
 
+
 class StaticFigure:
-    "A plotly figure with its PNG, shown without a kernel: interactive where plotly.js runs, the PNG elsewhere."
-    def __init__(self, figure, png: bytes, alt: str = "figure"):
+    """A plotly figure with its PNG, shown without a kernel: interactive where plotly.js runs, the
+    PNG elsewhere."""
+
+    def __init__(
+        self,
+        figure,  # a plotly `go.Figure`
+        png: bytes,  # its PNG bytes (from `state_png`)
+        alt: str = "figure",  # the image's alt text
+    ):
         self.figure, self.png, self.alt = figure, png, alt
 
-    def html(self) -> str:
+    def html(self) -> str:  # HTML
         "An HTML fragment: the PNG, replaced by the live figure once plotly.js (CDN) has drawn it."
         div = f"cnb-{hashlib.sha1(self.png).hexdigest()[:12]}"
         fig_json = self.figure.to_json().replace("</", "<\\/")
         img = base64.b64encode(self.png).decode()
-        return (f'<div class="cnb-static"><img class="cnb-static-png" alt="{html.escape(self.alt)}" '
-                f'src="data:image/png;base64,{img}"/><div id="{div}" style="display:none"></div>'
-                f'<script src="https://cdn.plot.ly/plotly-{_plotly_version()}.min.js" charset="utf-8"></script>'
-                f'<script>(function(){{var gd=document.getElementById("{div}");if(!gd||!window.Plotly)return;'
-                f'var f={fig_json};gd.style.display="block";window.Plotly.newPlot(gd,f.data,f.layout,{{displaylogo:false}})'
-                f'.then(function(){{var im=gd.parentElement.querySelector("img.cnb-static-png");if(im)im.remove();}});}})();</script></div>')
+        return (
+            f'<div class="cnb-static"><img class="cnb-static-png" alt="{html.escape(self.alt)}" '
+            f'src="data:image/png;base64,{img}"/><div id="{div}" style="display:none"></div>'
+            f'<script src="https://cdn.plot.ly/plotly-{_plotly_version()}.min.js"'
+            ' charset="utf-8"></script>'
+            '<script>(function(){var'
+            f' gd=document.getElementById("{div}");if(!gd||!window.Plotly)return;'
+            f'var f={fig_json};gd.style.display="block";'
+            'window.Plotly.newPlot(gd,f.data,f.layout,{displaylogo:false})'
+            '.then(function(){var'
+            ' im=gd.parentElement.querySelector("img.cnb-static-png");'
+            'if(im)im.remove();});})();</script></div>'
+        )
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        return {"application/vnd.plotly.v1+json": json.loads(self.figure.to_json()), "text/html": self.html(),
-                "text/plain": f"<{self.alt}>"}
+        return {
+            "application/vnd.plotly.v1+json": json.loads(self.figure.to_json()),
+            "text/html": self.html(),
+            "text/plain": f"<{self.alt}>",
+        }
 
-    def save(self, folder, name: str) -> dict:
-        "Write `<name>.html` (standalone, plotly.js from the CDN) and `<name>.png` into `folder`, atomically."
-        folder = Path(folder); folder.mkdir(parents=True, exist_ok=True)
+    def save(
+        self,
+        folder,  # an existing or new folder
+        name: str,  # the files' stem
+    ) -> dict:  # `{'html': Path, 'png': Path}`
+        """Write `<name>.html` (standalone, plotly.js from the CDN) and `<name>.png` into `folder`,
+        atomically."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
         paths = {"html": folder / f"{name}.html", "png": folder / f"{name}.png"}
-        atomic_write_text(paths["html"], self.figure.to_html(include_plotlyjs="cdn", full_html=True))
+        atomic_write_text(
+            paths["html"], self.figure.to_html(include_plotlyjs="cdn", full_html=True)
+        )
         atomic_write_bytes(paths["png"], self.png)
         return paths
 
 # %% ../nbs/30b_explore_static.ipynb #19c1161d
-def has_frontend() -> bool:
+def has_frontend() -> bool:  # whether widgets can be shown
     "True inside a Jupyter kernel that is not marked headless (`CONTRASTIVE_NB_HEADLESS=1`)."
     if os.environ.get("CONTRASTIVE_NB_HEADLESS", "") not in ("", "0"):
         return False
@@ -179,11 +346,16 @@ def has_frontend() -> bool:
     ip = get_ipython()
     return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
 
+
 class _Shown:
-    "Display a widget when a front end is attached, otherwise the static outputs (`_static_outputs`)."
+    """Display a widget when a front end is attached, otherwise the static outputs
+    (`_static_outputs`)."""
+
     def show(self, mode: str = "auto"):
-        "Display the widget (`mode='widget'`, or `'auto'` with a front end) or the static figure and tables."
+        """Display the widget (`mode='widget'`, or `'auto'` with a front end) or the static figure
+        and tables."""
         from IPython.display import display
+
         check_choice("mode", mode, ["auto", "widget", "static"])
         if mode == "widget" or (mode == "auto" and has_frontend()):
             display(self.widget)
