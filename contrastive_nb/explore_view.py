@@ -16,9 +16,22 @@ import pandas as pd
 from .core import check_choice
 from .evaluate import table_embeddings
 from .explore import MIN_ROWS, PROJECTION_METHODS, _version, projection
-from .explore_state import (FILTERED_COLOR, OTHER_COLOR, ExplorerState, _natural_key, check_embedding_table,
-                                          thumbnail_png, varying_columns)
-from .explore_static import StaticFigure, _Shown, has_frontend, state_figure, state_png
+from contrastive_nb.explore_state import (
+    FILTERED_COLOR,
+    OTHER_COLOR,
+    ExplorerState,
+    _natural_key,
+    check_embedding_table,
+    thumbnail_png,
+    varying_columns,
+)
+from contrastive_nb.explore_static import (
+    StaticFigure,
+    _Shown,
+    has_frontend,
+    state_figure,
+    state_png,
+)
 
 # %% auto #0
 __all__ = ['SCALE_BINS', 'item_html', 'counts_html', 'neighbours_html', 'error_html', 'scatter_encoding', 'ring_annotations',
@@ -30,35 +43,56 @@ def _png_tag(png: bytes, size: int | None = None) -> str:
     style = "image-rendering:pixelated" + (f";width:{size}px" if size else "")
     return f"<img src='data:image/png;base64,{base64.b64encode(png).decode()}' style='{style}'/>"
 
-def item_html(state, row: int) -> str:
+
+def item_html(
+    state,  # an `ExplorerState`
+    row: int,  # a row position
+) -> str:  # HTML, every table value escaped
     "The hover panel for `row`: its thumbnail, the start of its text and its metadata."
     d = state.describe(row)
     parts = [] if d["image_png"] is None else [_png_tag(d["image_png"])]
     if d["text"] is not None:
         parts.append(f"<div class='cnb-hover-text'>{html.escape(d['text'][:600])}</div>")
-    rows = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(str(v))}</td></tr>" for k, v in d["meta"].items())
+    rows = "".join(
+        f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(str(v))}</td></tr>"
+        for k, v in d["meta"].items()
+    )
     return "".join(parts) + f"<table>{rows}</table>"
 
 # %% ../nbs/30c_explore_view.ipynb #708d32cc
-def counts_html(state) -> str:
+def counts_html(
+    state,  # an `ExplorerState`
+) -> str:  # HTML, every table value escaped
     "The selection panel: how many rows are selected, and the counts per class and group."
     head = f"<div class='cnb-count-total'>{len(state.selected)} selected</div>"
     return head + (state.counts().to_html() if len(state.selected) else "")
 
 # %% ../nbs/30c_explore_view.ipynb #66852c89
-def neighbours_html(state, row: int) -> str:
-    "The neighbour panel: the k nearest rows to `row`, with thumbnails if the state has images, constant columns left out."
+def neighbours_html(
+    state,  # an `ExplorerState`
+    row: int,  # a row position
+) -> str:  # HTML, every table value escaped
+    """The neighbour panel: the k nearest rows to `row`, with thumbnails if the state has images,
+    constant columns left out."""
     nb = state.neighbours(row)
-    keep = ["row", "cosine"] + [c for c in varying_columns(state.table, ("x", "y")) if c in nb.columns]
+    keep = ["row", "cosine"] + [
+        c for c in varying_columns(state.table, ("x", "y")) if c in nb.columns
+    ]
     nb = nb[keep].round(3)
-    cells = nb.astype(str).apply(lambda col: col.map(html.escape))      # every value from the table is escaped
+    # every value from the table is escaped
+    cells = nb.astype(str).apply(lambda col: col.map(html.escape))
     cells.columns = [html.escape(str(c)) for c in cells.columns]
     if state.images is not None:
-        cells.insert(0, "image", [_png_tag(thumbnail_png(state.image(r), 32), 32) for r in nb["row"]])
+        cells.insert(
+            0, "image", [_png_tag(thumbnail_png(state.image(r), 32), 32) for r in nb["row"]]
+        )
     return f"<div>row {int(row)}:</div>" + cells.to_html(index=False, escape=False)
 
 # %% ../nbs/30c_explore_view.ipynb #20f0f829
-def error_html(what: str, error: BaseException) -> str:
+def error_html(
+    what: str,  # what failed (escaped)
+    error: BaseException,  # the exception raised
+) -> str:  # HTML
     "A panel's error line: what failed and why, in red."
     return (f"<div class='cnb-error' style='color:#b00'><b>{html.escape(what)} failed</b>: "
             f"{html.escape(type(error).__name__)}: {html.escape(str(error))}</div>")
@@ -66,9 +100,14 @@ def error_html(what: str, error: BaseException) -> str:
 # %% ../nbs/30c_explore_view.ipynb #068647ed
 SCALE_BINS = 9
 
-def scatter_encoding(state, rows=None) -> dict:
-    """What a jupyter-scatter view draws of `state` for table `rows` (default: the display cap): the colour category
-    of each point (a pandas Categorical), each category's colour, and the draw order (a permutation of the points)."""
+
+def scatter_encoding(
+    state,  # an `ExplorerState`
+    rows=None,  # table rows drawn, in point order; None: the display cap's rows
+) -> dict:  # `{'category', 'colors', 'order'}`
+    """What a jupyter-scatter view draws of `state` for table `rows` (default: the display cap):
+    the colour category of each point (a pandas Categorical), each category's colour, and the
+    draw order (a permutation of the points)."""
     rows = state.cap_rows if rows is None else np.asarray(rows, np.int64)
     plan = state.plan
     if plan["kind"] == "categories":
@@ -76,57 +115,108 @@ def scatter_encoding(state, rows=None) -> dict:
         colours = [plan["colors"][c] for c in plan["order"]]
         code = state.codes[rows]
         extra = [(f"other ({len(plan['other']):,} values)", OTHER_COLOR)]
-    else:                                   # a scale, drawn as SCALE_BINS equal-width bins of viridis
+    # a scale, drawn as SCALE_BINS equal-width bins of viridis
+    else:
         v = pd.to_numeric(state.table[state.color], errors="coerce").to_numpy(np.float64)
-        lo, hi = np.nanmin(v) if np.isfinite(v).any() else 0.0, np.nanmax(v) if np.isfinite(v).any() else 1.0
+        lo, hi = np.nanmin(v) if np.isfinite(v).any() else 0.0, (
+            np.nanmax(v) if np.isfinite(v).any() else 1.0
+        )
         edges = np.linspace(lo, hi if hi > lo else lo + 1, SCALE_BINS + 1)
         names = [f"{state.color} {a:.3g} – {b:.3g}" for a, b in zip(edges[:-1], edges[1:])]
         colours = [_viridis(i / (SCALE_BINS - 1)) for i in range(SCALE_BINS)]
         vr = v[rows]
-        code = np.where(np.isfinite(vr), np.clip(np.searchsorted(edges, vr, side="right") - 1, 0, SCALE_BINS - 1), -1)
+        code = np.where(
+            np.isfinite(vr),
+            np.clip(np.searchsorted(edges, vr, side="right") - 1, 0, SCALE_BINS - 1),
+            -1,
+        )
         extra = [("missing", OTHER_COLOR)]
     cats = names + [extra[0][0], "filtered out"]
     code = np.where(code >= 0, code, len(names))
     code = np.where(state.match[rows], code, len(names) + 1)
-    # drawn first (behind): filtered out, then other/missing, then the categories from the most to the least frequent
+    # drawn first (behind): filtered out, then other/missing, then the categories from the most to
+    # the least frequent
     rank = np.r_[np.arange(len(names)) + 2, 1, 0]
     order = np.argsort(rank[code], kind="stable")
     present = np.bincount(code, minlength=len(cats)) > 0
     colour_of = dict(zip(cats, colours + [extra[0][1], FILTERED_COLOR]))
-    return {"category": pd.Categorical.from_codes(code, cats), "colors": {c: colour_of[c] for c, p in zip(cats, present) if p},
-            "order": order, "rows": rows}
+    return {
+        "category": pd.Categorical.from_codes(code, cats),
+        "colors": {c: colour_of[c] for c, p in zip(cats, present) if p},
+        "order": order,
+        "rows": rows,
+    }
+
 
 def _viridis(t: float) -> str:
     from matplotlib import colormaps
+
     r, g, b, _ = colormaps["viridis"](float(t))
     return f"#{int(r * 255):02x}{int(g * 255):02x}{int(b * 255):02x}"
 
 # %% ../nbs/30c_explore_view.ipynb #acd4c279
-def ring_annotations(state, radius: float | None = None) -> list:
-    """jupyter-scatter `Line` overlays: a black ring on the clicked item and each of its k neighbours, a red one on a
-    linked item. An overlay, not a selection: it never touches what the user lassoed."""
+def ring_annotations(
+    state,  # an `ExplorerState`
+    radius: float | None = None,  # ring radius in layout units; None: from the layout's extent
+) -> list:  # `jscatter.Line` annotations
+    """jupyter-scatter `Line` overlays: a black ring on the clicked item and each of its k
+    neighbours, a red one on a linked item. An overlay, not a selection: it never touches what
+    the user lassoed."""
     xy = state.xy
     radius = radius or 0.012 * float(np.ptp(xy, axis=0).max() or 1.0)
     t = np.linspace(0, 2 * np.pi, 17)
     circle = np.c_[np.cos(t), np.sin(t)] * radius
-    rings = [] if state.clicked is None else [(r, "#000000", 2, 1.0) for r in [state.clicked] + state.neighbours(state.clicked)["row"].tolist()]
-    if state.linked is not None: rings.append((state.linked, "#d62728", 3, 1.3))
-    return [jscatter.Line([(float(x), float(y)) for x, y in xy[r] + circle * s], line_color=c, line_width=w) for r, c, w, s in rings]
+    rings = (
+        []
+        if state.clicked is None
+        else [
+            (r, "#000000", 2, 1.0)
+            for r in [state.clicked] + state.neighbours(state.clicked)["row"].tolist()
+        ]
+    )
+    if state.linked is not None:
+        rings.append((state.linked, "#d62728", 3, 1.3))
+    return [
+        jscatter.Line(
+            [(float(x), float(y)) for x, y in xy[r] + circle * s], line_color=c, line_width=w
+        )
+        for r, c, w, s in rings
+    ]
 
 # %% ../nbs/30c_explore_view.ipynb #173abab3
 class StateScatter:
-    """A `jscatter.Scatter` kept in step with an `ExplorerState`, both ways. Point i of the scatter is table row
-    `rows[i]` (the display cap's rows); the page's selection and hover (jupyter-scatter's synced `selection` and
-    `hovering`) call the state's `select(..., origin="browser")` and `hover`, a one-point selection (a click) also
-    `focus`; the state's changes recolour, reselect or re-ring the scatter."""
-    def __init__(self, state, width: int = 700, height: int = 520, on_error=None):
+    """A `jscatter.Scatter` kept in step with an `ExplorerState`, both ways. Point i of the scatter
+    is table row `rows[i]` (the display cap's rows); the page's selection and hover
+    (jupyter-scatter's synced `selection` and `hovering`) call the state's `select(...,
+    origin="browser")` and `hover`, a one-point selection (a click) also `focus`; the state's
+    changes recolour, reselect or re-ring the scatter."""
+
+    def __init__(
+        self,
+        state,  # an `ExplorerState`
+        width: int = 700,  # pixels
+        height: int = 520,  # pixels
+        on_error=None,  # called as `on_error(kind, error)` when a handler raises; None: ignored
+    ):
         self.state, self.on_error = state, on_error or (lambda kind, error: None)
         self.rows = state.cap_rows
-        self.point = np.full(len(state.table), -1, np.int64); self.point[self.rows] = np.arange(len(self.rows))
+        self.point = np.full(len(state.table), -1, np.int64)
+        self.point[self.rows] = np.arange(len(self.rows))
         xy = state.xy[self.rows]
-        self.scatter = jscatter.Scatter(x=xy[:, 0], y=xy[:, 1], width=width, height=height, axes=False, legend=False,
-                                        size=max(2, round(state.marker_size * 2 / 3)), mouse_mode="lasso", lasso_type="freeform",
-                                        opacity=0.85, opacity_unselected=0.25, background_color="#ffffff")
+        self.scatter = jscatter.Scatter(
+            x=xy[:, 0],
+            y=xy[:, 1],
+            width=width,
+            height=height,
+            axes=False,
+            legend=False,
+            size=max(2, round(state.marker_size * 2 / 3)),
+            mouse_mode="lasso",
+            lasso_type="freeform",
+            opacity=0.85,
+            opacity_unselected=0.25,
+            background_color="#ffffff",
+        )
         self._recolour()
         self.widget = self.scatter.widget
         self.widget.add_class("cnb-scatter")
@@ -144,38 +234,78 @@ class StateScatter:
     def _send_selection(self):
         pts = self.point[self.state.selected]
         pts = pts[pts >= 0].astype(np.int64)
-        if not np.array_equal(np.asarray(self.widget.selection if self.widget.selection is not None else [], np.int64), pts):
+        if not np.array_equal(
+            np.asarray(
+                self.widget.selection if self.widget.selection is not None else [], np.int64
+            ),
+            pts,
+        ):
             self.widget.selection = pts
 
-    def update(self, what, origin: str = "python", **_):
-        "Listener of the state: recolour on 'view', reselect a selection made in Python, re-ring on 'focus'/'link'."
+    def update(
+        self,
+        what,  # what changed: 'view', 'selection', 'focus', 'hover' or 'link'
+        origin: str = "python",  # who made a selection: `'python'` or `'browser'`
+        **_,  # the rest of the change's details (unused)
+    ):
+        """Listener of the state: recolour on 'view', reselect a selection made in Python, re-ring
+        on 'focus'/'link'."""
         if what == "view":
-            with self.widget.hold_sync(): self._recolour()
-        elif what == "selection" and origin != "browser": self._send_selection()
-        elif what in ("focus", "link"): self.scatter.annotations(ring_annotations(self.state))
+            with self.widget.hold_sync():
+                self._recolour()
+        elif what == "selection" and origin != "browser":
+            self._send_selection()
+        elif what in ("focus", "link"):
+            self.scatter.annotations(ring_annotations(self.state))
 
     def _selection_changed(self, change):
         try:
             pts = np.asarray([] if change["new"] is None else change["new"], np.int64)
             rows = self.rows[pts]
-            if np.array_equal(np.sort(rows), self.state.selected): return      # what Python itself just sent
+            # what Python itself just sent
+            if np.array_equal(np.sort(rows), self.state.selected):
+                return
             self.state.select(rows, origin="browser")
-            if len(rows) == 1: self.state.focus(int(rows[0]))                   # a click selects one point
-        except Exception as e:                                                  # shown by on_error, not lost in a log
+            # a click selects one point
+            if len(rows) == 1:
+                self.state.focus(int(rows[0]))
+        # shown by on_error, not lost in a log
+        except Exception as e:
             self.on_error("select", e)
 
     def _hover_changed(self, change):
         try:
-            if change["new"] is not None and change["new"] >= 0: self.state.hover(int(self.rows[change["new"]]))
+            if change["new"] is not None and change["new"] >= 0:
+                self.state.hover(int(self.rows[change["new"]]))
         except Exception as e:
             self.on_error("hover", e)
 
 # %% ../nbs/30c_explore_view.ipynb #c44e5d6d
 class Explorer(ExplorerState, _Shown):
-    "Interactive view of one embedding table: projection, colours, hover, selection, neighbours, filtering, panels."
-    def __init__(self, table: pd.DataFrame, color: str = "label", text: str | None = None, images=None, xy=None,
-                 method: str = "tsne", seed: int = 0, cap: int = 1_000_000, k: int | None = None, hover_columns=None,
-                 cache_dir="default", panels=(), title: str | None = None, marker_size: int = 6):
+    """Interactive view of one embedding table: projection, colours, hover, selection, neighbours,
+    filtering, panels."""
+
+    def __init__(
+        self,
+        table: pd.DataFrame,  # the embedding table (from `embedding_table`)
+        color: str = "label",  # the column to colour by
+        # a text column shown on hover and searched by `filter`; None: none
+        text: str | None = None,
+        # a column name, a function of the row, or one image per row, shown on hover; None: none
+        images=None,
+        xy=None,  # (n, 2) a layout; None: the table's `x`/`y` columns, else `projection`
+        method: str = "tsne",  # `'tsne'`, `'umap'` or `'pca'` when the explorer lays the table out
+        seed: int = 0,  # seeds the projection and the display subsample
+        cap: int = 1_000_000,  # most points drawn (class-stratified subsample)
+        k: int | None = None,  # neighbours ringed on a click; None: min(10, n − 1)
+        hover_columns=None,  # columns shown on hover; None: up to 8 that vary
+        cache_dir="default",  # the projection cache: `'default'`, a folder, or None (no cache)
+        # functions of the explorer returning `(title, DataFrame or HTML)`, shown below the side
+        # panels
+        panels=(),
+        title: str | None = None,  # the plot's title; None: none
+        marker_size: int = 6,  # point size in pixels
+    ):
         table = check_embedding_table(table)
         check_choice("method", method, PROJECTION_METHODS)
         z = table_embeddings(table)
@@ -183,17 +313,35 @@ class Explorer(ExplorerState, _Shown):
             xy = table[["x", "y"]].to_numpy()
         if xy is None:
             if len(table) < MIN_ROWS[method]:
-                raise ValueError(f"`table` has {len(table)} rows: too small for a {method} layout (at least "
-                                 f"{MIN_ROWS[method]}); pass `xy` (an (n, 2) layout) or method='pca'")
+                raise ValueError(
+                    f"`table` has {len(table)} rows: too small for a {method} layout (at least "
+                    f"{MIN_ROWS[method]}); pass `xy` (an (n, 2) layout) or method='pca'"
+                )
             xy = projection(z, method, seed=seed, cache_dir=cache_dir)
-        super().__init__(table, xy, color=color, text=text, images=images, k=k, cap=cap, hover_columns=hover_columns,
-                         seed=seed, z=z, title=title, marker_size=marker_size)
+        super().__init__(
+            table,
+            xy,
+            color=color,
+            text=text,
+            images=images,
+            k=k,
+            cap=cap,
+            hover_columns=hover_columns,
+            seed=seed,
+            z=z,
+            title=title,
+            marker_size=marker_size,
+        )
         if not all(callable(p) for p in panels):
-            raise ValueError("`panels` must be functions of the explorer returning (title, content), e.g. audit.audit_panel([...])")
+            raise ValueError(
+                "`panels` must be functions of the explorer returning (title, content), e.g."
+                " audit.audit_panel([...])"
+            )
         self.panels, self._panel_results, self._widget = list(panels), None, None
 
-    def panel_results(self) -> list[tuple[str, object]]:
-        "Each panel's `(title, content)`, computed on first use; a panel that raises gives `(title, its error as HTML)`."
+    def panel_results(self) -> list[tuple[str, object]]:  # `(title, content)` per panel
+        """Each panel's `(title, content)`, computed on first use; a panel that raises gives
+        `(title, its error as HTML)`."""
         if self._panel_results is None:
             self._panel_results = []
             for p in self.panels:
@@ -204,156 +352,309 @@ class Explorer(ExplorerState, _Shown):
                 self._panel_results.append((str(title), content))
         return self._panel_results
 
-    def figure(self, width: int = 700, height: int = 520):
-        "The current view as a plain plotly `go.Figure` (static counterpart; no kernel needed to view it)."
+    def figure(
+        self,
+        width: int = 700,  # pixels
+        height: int = 520,  # pixels
+    ):
+        """The current view as a plain plotly `go.Figure` (static counterpart; no kernel needed to
+        view it)."""
         return state_figure(self, width, height)
 
-    def png(self, path=None, dpi: int = 110) -> bytes:
-        "The current view as a PNG (matplotlib; same colours and draw order), written atomically to `path` if given."
+    def png(
+        self,
+        path=None,  # a file to write too; None: none
+        dpi: int = 110,  # resolution
+    ) -> bytes:  # PNG bytes
+        """The current view as a PNG (matplotlib; same colours and draw order), written atomically
+        to `path` if given."""
         return state_png(self, path, dpi)
 
-    def static(self) -> StaticFigure:
-        "The current view as a `StaticFigure` (plotly JSON, HTML with plotly.js from the CDN, PNG fallback)."
+    def static(self) -> StaticFigure:  # the figure and its PNG
+        """The current view as a `StaticFigure` (plotly JSON, HTML with plotly.js from the CDN, PNG
+        fallback)."""
         return StaticFigure(self.figure(), self.png(), alt=self.title or self.status())
 
-    def save_static(self, folder, name: str = "explorer") -> dict:
-        "Write `<name>.html` (standalone plotly) and `<name>.png` into `folder`, atomically; returns their paths."
+    def save_static(
+        self,
+        folder,  # an existing or new folder
+        name: str = "explorer",  # the files' stem
+    ) -> dict:  # `{'html': Path, 'png': Path}`
+        """Write `<name>.html` (standalone plotly) and `<name>.png` into `folder`, atomically;
+        returns their paths."""
         return self.static().save(folder, name)
 
     @property
     def widget(self):
-        "The explorer's widget (built on first use): controls, the scatter view and the side panels."
+        """The explorer's widget (built on first use): controls, the scatter view and the side
+        panels."""
         if self._widget is None:
             self._widget = explorer_widget(self)
         return self._widget
 
     def _static_outputs(self):
         from IPython.display import HTML, Markdown
+
         out = [self.static(), Markdown(self.status())]
         for title, content in self.panel_results():
-            out += [Markdown(f"**{title}**"), content if isinstance(content, pd.DataFrame) else HTML(content)]
+            out += [
+                Markdown(f"**{title}**"),
+                content if isinstance(content, pd.DataFrame) else HTML(content),
+            ]
         return out
 
 # %% ../nbs/30c_explore_view.ipynb #808434bd
 def _panel(html_text="", width="300px", cls=None, **layout):
     import ipywidgets as W
+
     w = W.HTML(html_text, layout=W.Layout(width=width, **layout))
-    if cls: w.add_class(cls)
+    if cls:
+        w.add_class(cls)
     return w
 
-def legend_html(view: StateScatter) -> str:
-    "The colour key of a view: a swatch and the (escaped) name of each category it draws, in natural order."
-    items = sorted(view.encoding["colors"].items(), key=lambda kv: (kv[0] in ("filtered out",) or kv[0].startswith(("other (", "missing")), _natural_key(kv[0])))
-    return "".join(f"<span class='cnb-legend-item' style='display:inline-block;margin:0 14px 2px 0'><span style='display:inline-block;"
-                   f"width:10px;height:10px;border-radius:5px;background:{c};margin-right:5px'></span>{html.escape(name)}</span>"
-                   for name, c in items)
 
-def drag_mode(*views: StateScatter):
-    "Buttons for what a drag does in the views — lasso, box or pan & zoom — kept in step with jupyter-scatter's own toolbar."
+def legend_html(
+    view: StateScatter,  # a `StateScatter`
+) -> str:  # HTML
+    """The colour key of a view: a swatch and the (escaped) name of each category it draws, in
+    natural order."""
+    items = sorted(
+        view.encoding["colors"].items(),
+        key=lambda kv: (
+            kv[0] in ("filtered out",) or kv[0].startswith(("other (", "missing")),
+            _natural_key(kv[0]),
+        ),
+    )
+    return "".join(
+        "<span class='cnb-legend-item' style='display:inline-block;margin:0 14px 2px 0'><span"
+        " style='display:inline-block;"
+        f"width:10px;height:10px;border-radius:5px;background:{c};margin-right:5px'></span>"
+        f"{html.escape(name)}</span>"
+        for name, c in items
+    )
+
+
+def drag_mode(
+    *views: StateScatter,  # the `StateScatter`s the buttons control
+):
+    """Buttons for what a drag does in the views — lasso, box or pan & zoom — kept in step with
+    jupyter-scatter's own toolbar."""
     import ipywidgets as W
-    modes = {"lasso": ("lasso", "freeform"), "box": ("lasso", "rectangle"), "pan & zoom": ("panZoom", None)}
-    buttons = W.ToggleButtons(options=list(modes), value="lasso", description="drag", style={"button_width": "80px"})
+
+    modes = {
+        "lasso": ("lasso", "freeform"),
+        "box": ("lasso", "rectangle"),
+        "pan & zoom": ("panZoom", None),
+    }
+    buttons = W.ToggleButtons(
+        options=list(modes), value="lasso", description="drag", style={"button_width": "80px"}
+    )
     buttons.add_class("cnb-drag-mode")
+
     def to_views(ch):
         mouse, lasso = modes[ch["new"]]
         for v in views:
             with v.widget.hold_sync():
                 v.widget.mouse_mode = mouse
-                if lasso: v.widget.lasso_type = lasso
+                if lasso:
+                    v.widget.lasso_type = lasso
+
     def from_view(change):
         w = change["owner"]
-        buttons.value = "pan & zoom" if w.mouse_mode != "lasso" else "box" if w.lasso_type == "rectangle" else "lasso"
+        buttons.value = (
+            "pan & zoom"
+            if w.mouse_mode != "lasso"
+            else "box" if w.lasso_type == "rectangle" else "lasso"
+        )
+
     buttons.observe(to_views, names="value")
-    for v in views: v.widget.observe(from_view, names=["mouse_mode", "lasso_type"])
+    for v in views:
+        v.widget.observe(from_view, names=["mouse_mode", "lasso_type"])
     return buttons
 
-def explorer_widget(ex):
+
+def explorer_widget(
+    ex,  # an `Explorer`
+):
     "Controls, a `StateScatter` and side panels for an explorer, kept in step with it both ways."
     import ipywidgets as W
+
     color = W.Dropdown(options=ex.columns(), value=ex.color, description="colour")
-    query = W.Text(value=ex.query, placeholder="pandas query (label == 3) or words to search", description="filter",
-                   continuous_update=False, layout=W.Layout(width="420px"))
+    query = W.Text(
+        value=ex.query,
+        placeholder="pandas query (label == 3) or words to search",
+        description="filter",
+        continuous_update=False,
+        layout=W.Layout(width="420px"),
+    )
     status = _panel(html.escape(ex.status()), "auto", "cnb-status")
     item = _panel("<i>hover a point</i>", cls="cnb-hover", min_height="150px")
     counts = _panel(counts_html(ex), cls="cnb-counts")
     nbrs = _panel("<i>click a point for its nearest neighbours</i>", cls="cnb-neighbours")
     where = {"hover": item, "click": nbrs, "focus": nbrs, "select": counts, "selection": counts}
-    def show_error(kind, e): where.get(kind, status).value = error_html(kind, e)
+
+    def show_error(kind, e):
+        where.get(kind, status).value = error_html(kind, e)
+
     def guarded(kind, fn):
-        try: fn()
-        except Exception as e: show_error(kind, e)
+        try:
+            fn()
+        except Exception as e:
+            show_error(kind, e)
+
     view = StateScatter(ex, on_error=show_error)
     legend = _panel(legend_html(view), "auto", "cnb-legend")
+
     def refresh(what, **_):
         if what == "view":
-            color.value, query.value = ex.color, ex.query    # unchanged values call no one
+            color.value, query.value = ex.color, ex.query  # unchanged values call no one
             status.value, legend.value = html.escape(ex.status()), legend_html(view)
-        elif what == "selection": guarded("selection", lambda: setattr(counts, "value", counts_html(ex)))
-        elif what == "hover" and ex.hovered is not None: guarded("hover", lambda: setattr(item, "value", item_html(ex, ex.hovered)))
-        elif what == "focus" and ex.clicked is not None: guarded("focus", lambda: setattr(nbrs, "value", neighbours_html(ex, ex.clicked)))
+        elif what == "selection":
+            guarded("selection", lambda: setattr(counts, "value", counts_html(ex)))
+        elif what == "hover" and ex.hovered is not None:
+            guarded("hover", lambda: setattr(item, "value", item_html(ex, ex.hovered)))
+        elif what == "focus" and ex.clicked is not None:
+            guarded("focus", lambda: setattr(nbrs, "value", neighbours_html(ex, ex.clicked)))
+
     ex.subscribe(refresh)
     color.observe(lambda ch: guarded("colour", lambda: ex.color_by(ch["new"])), names="value")
     query.observe(lambda ch: guarded("filter", lambda: ex.filter(ch["new"])), names="value")
-    side = [W.HTML("<b>item</b>"), item, W.HTML("<b>selection</b>"), counts, W.HTML("<b>neighbours</b>"), nbrs]
+    side = [
+        W.HTML("<b>item</b>"),
+        item,
+        W.HTML("<b>selection</b>"),
+        counts,
+        W.HTML("<b>neighbours</b>"),
+        nbrs,
+    ]
     for title, content in ex.panel_results():
-        body = content.round(3).to_html(index=False) if isinstance(content, pd.DataFrame) else str(content)
+        body = (
+            content.round(3).to_html(index=False)
+            if isinstance(content, pd.DataFrame)
+            else str(content)
+        )
         side += [W.HTML(f"<b>{html.escape(title)}</b>"), _panel(body, cls="cnb-extra-panel")]
     drag = drag_mode(view)
-    box = W.VBox([W.HBox([color, query]), drag, status, W.HBox([W.VBox([view.widget, legend]), W.VBox(side)])])
+    box = W.VBox([
+        W.HBox([color, query]),
+        drag,
+        status,
+        W.HBox([W.VBox([view.widget, legend]), W.VBox(side)]),
+    ])
     box.add_class("cnb-explorer")
-    box.binding, box.controls = view, {"color": color, "query": query, "status": status, "item": item,
-                                       "counts": counts, "neighbours": nbrs, "legend": legend, "drag": drag}
+    box.binding, box.controls = view, {
+        "color": color,
+        "query": query,
+        "status": status,
+        "item": item,
+        "counts": counts,
+        "neighbours": nbrs,
+        "legend": legend,
+        "drag": drag,
+    }
     return box
 
 # %% ../nbs/30c_explore_view.ipynb #63194d05
 def _labextensions() -> list[str]:
     from jupyter_core.paths import jupyter_path
+
     found = []
     for d in jupyter_path("labextensions"):
         p = Path(d)
         if p.is_dir():
-            found += [str(x.relative_to(p)) for x in p.glob("*/package.json")] + [str(x.relative_to(p)) for x in p.glob("@*/*/package.json")]
+            found += [str(x.relative_to(p)) for x in p.glob("*/package.json")] + [
+                str(x.relative_to(p)) for x in p.glob("@*/*/package.json")
+            ]
     return sorted({f.rsplit("/package.json", 1)[0] for f in found})
 
-def doctor_checks(versions: dict, labextensions: list, frontend: bool) -> list[str]:
-    "The problems found in a set of package versions, installed lab extensions and the front-end state (pure; tested)."
+
+def doctor_checks(
+    versions: dict,  # package name → version (None: not installed)
+    labextensions: list,  # the names of the installed lab extensions
+    frontend: bool,  # whether a front end is attached
+) -> list[str]:  # one sentence per problem, with its fix
+    """The problems found in a set of package versions, installed lab extensions and the front-end
+    state (pure; tested)."""
+
     def major(pkg):
         v = versions.get(pkg)
         return int(v.split(".")[0]) if v else None
+
     problems = []
     for pkg in ("ipywidgets", "plotly", "anywidget", "jupyter-scatter"):
         if versions.get(pkg) is None:
-            problems.append(f"{pkg} is not installed in this kernel's environment: pip install {pkg}")
-    if major("ipywidgets") == 8 and versions.get("jupyterlab_widgets") is not None and major("jupyterlab_widgets") < 3:
-        problems.append("ipywidgets 8 needs jupyterlab_widgets >= 3 in the environment that runs JupyterLab")
+            problems.append(
+                f"{pkg} is not installed in this kernel's environment: pip install {pkg}"
+            )
+    if (
+        major("ipywidgets") == 8
+        and versions.get("jupyterlab_widgets") is not None
+        and major("jupyterlab_widgets") < 3
+    ):
+        problems.append(
+            "ipywidgets 8 needs jupyterlab_widgets >= 3 in the environment that runs JupyterLab"
+        )
     if versions.get("ipywidgets") and "@jupyter-widgets/jupyterlab-manager" not in labextensions:
-        problems.append("the widget manager extension (@jupyter-widgets/jupyterlab-manager) is not installed where Jupyter looks: "
-                        "pip install jupyterlab_widgets into the environment that runs JupyterLab")
+        problems.append(
+            "the widget manager extension (@jupyter-widgets/jupyterlab-manager) is not installed"
+            " where Jupyter looks: pip install jupyterlab_widgets into the environment that runs"
+            " JupyterLab"
+        )
     if versions.get("anywidget") and "anywidget" not in labextensions:
-        problems.append("the anywidget front-end extension is not registered: reinstall anywidget in the environment that runs JupyterLab")
+        problems.append(
+            "the anywidget front-end extension is not registered: reinstall anywidget in the"
+            " environment that runs JupyterLab"
+        )
     if not frontend:
-        problems.append("no front end is attached (plain Python, nbdev_test, papermill or CONTRASTIVE_NB_HEADLESS=1): "
-                        "explorers show their static figures instead; open the notebook in JupyterLab for the widgets")
+        problems.append(
+            "no front end is attached (plain Python, nbdev_test, papermill or"
+            " CONTRASTIVE_NB_HEADLESS=1): explorers show their static figures instead; open the"
+            " notebook in JupyterLab for the widgets"
+        )
     return problems
 
 # %% ../nbs/30c_explore_view.ipynb #25ae7b1d
 class DoctorReport(dict):
-    "`doctor()`'s findings: a dict (versions, labextensions, frontend, problems) that displays as a readable report."
+    """`doctor()`'s findings: a dict (versions, labextensions, frontend, problems) that displays as
+    a readable report."""
+
     def __repr__(self):
-        return "\n".join([f"{p:20s} {v or 'not installed'}" for p, v in self["versions"].items()]
-                         + [f"lab extensions      {', '.join(self['labextensions']) or 'none found'}",
-                            f"front end attached  {self['frontend']}"]
-                         + (["problems:"] + [f"  - {p}" for p in self["problems"]] if self["problems"] else ["no problems found"]))
+        return "\n".join(
+            [f"{p:20s} {v or 'not installed'}" for p, v in self["versions"].items()]
+            + [
+                f"lab extensions      {', '.join(self['labextensions']) or 'none found'}",
+                f"front end attached  {self['frontend']}",
+            ]
+            + (
+                ["problems:"] + [f"  - {p}" for p in self["problems"]]
+                if self["problems"]
+                else ["no problems found"]
+            )
+        )
 
     def _repr_pretty_(self, p, cycle):
         p.text(repr(self))
 
 # %% ../nbs/30c_explore_view.ipynb #d22b8a33
-def doctor() -> DoctorReport:
+def doctor() -> DoctorReport:  # versions, lab extensions, front end and problems
     "Report the widget stack (versions, lab extensions, front end) and what to fix."
-    pkgs = ["jupyterlab", "notebook", "ipykernel", "ipywidgets", "jupyterlab_widgets", "widgetsnbextension", "anywidget", "jupyter-scatter", "plotly"]
+    pkgs = [
+        "jupyterlab",
+        "notebook",
+        "ipykernel",
+        "ipywidgets",
+        "jupyterlab_widgets",
+        "widgetsnbextension",
+        "anywidget",
+        "jupyter-scatter",
+        "plotly",
+    ]
     versions = {p: _version(p) for p in pkgs}
     labext = _labextensions()
     frontend = has_frontend()
-    return DoctorReport(versions=versions, labextensions=labext, frontend=frontend,
-                        problems=doctor_checks(versions, labext, frontend))
+    return DoctorReport(
+        versions=versions,
+        labextensions=labext,
+        frontend=frontend,
+        problems=doctor_checks(versions, labext, frontend),
+    )
