@@ -17,8 +17,22 @@ from .core import atomic_write_bytes
 from .evaluate import table_embeddings
 from .explore import align_procrustes, knn_overlap, projection
 from .explore_state import ExplorerState, check_embedding_table
-from .explore_static import StaticFigure, _Shown, draw_state, scatter_layout, scatter_traces
-from .explore_view import StateScatter, _panel, counts_html, drag_mode, error_html, item_html, legend_html
+from contrastive_nb.explore_static import (
+    StaticFigure,
+    _Shown,
+    draw_state,
+    scatter_layout,
+    scatter_traces,
+)
+from contrastive_nb.explore_view import (
+    StateScatter,
+    _panel,
+    counts_html,
+    drag_mode,
+    error_html,
+    item_html,
+    legend_html,
+)
 from .strata import collapse_metrics
 
 # %% auto #0
@@ -26,51 +40,96 @@ __all__ = ['Comparison', 'compare', 'comparison_widget']
 
 # %% ../nbs/30d_explore_compare.ipynb #52d23558
 class Comparison(_Shown):
-    "Two embedding tables of the same items, side by side: aligned layouts, k-NN overlap, per-class collapse metrics."
-    def __init__(self, table_a: pd.DataFrame, table_b: pd.DataFrame, names=("A", "B"), k: int = 10, method: str = "tsne",
-                 seed: int = 0, cache_dir="default", label: str = "label", color: str | None = None):
+    """Two embedding tables of the same items, side by side: aligned layouts, k-NN overlap,
+    per-class collapse metrics."""
+
+    def __init__(
+        self,
+        table_a: pd.DataFrame,  # the first model's embedding table
+        table_b: pd.DataFrame,  # the second model's embedding table (matched by `id`)
+        names=("A", "B"),  # the two models' names, shown as panel titles
+        k: int = 10,  # neighbours compared per item (k-NN overlap)
+        method: str = "tsne",  # `'tsne'`, `'umap'` or `'pca'`
+        seed: int = 0,  # seeds both projections
+        cache_dir="default",  # the projection cache: `'default'`, a folder, or None (no cache)
+        label: str = "label",  # the class column the collapse metrics group by
+        # the column both panels are coloured by; None: `label`, or 'knn_overlap' without one
+        color: str | None = None,
+    ):
         for nm, t in (("table_a", table_a), ("table_b", table_b)):
             check_embedding_table(t, nm)
             if "id" not in t:
                 raise ValueError(f"`{nm}` must have an 'id' column: items are matched by id")
         ids = np.intersect1d(table_a["id"].to_numpy(), table_b["id"].to_numpy())
         if len(ids) < 5:
-            raise ValueError(f"`table_a` and `table_b` share {len(ids)} ids; at least 5 are needed to compare")
+            raise ValueError(
+                f"`table_a` and `table_b` share {len(ids)} ids; at least 5 are needed to compare"
+            )
         self.unmatched = (len(table_a) - len(ids), len(table_b) - len(ids))
         self.a = table_a.set_index("id").loc[ids].reset_index()
         self.b = table_b.set_index("id").loc[ids].reset_index()
         self.names, self.k, self.label = tuple(names), k, label
         za, zb = table_embeddings(self.a), table_embeddings(self.b)
         self.xy_a = projection(za, method, seed=seed, cache_dir=cache_dir)
-        self.xy_b, self.disparity = align_procrustes(self.xy_a, projection(zb, method, seed=seed, cache_dir=cache_dir))
+        self.xy_b, self.disparity = align_procrustes(
+            self.xy_a, projection(zb, method, seed=seed, cache_dir=cache_dir)
+        )
         self.overlap = knn_overlap(za, zb, k)
         has_label = label in self.a
         color = color or (label if has_label else "knn_overlap")
+
         def state(t, xy, z, title):
             t = t.assign(knn_overlap=self.overlap.round(3))
-            if has_label and label not in t: t[label] = self.a[label]
-            return ExplorerState(t, xy, color=color, z=z, k=min(k, len(t) - 1), cap=len(t), title=title)
-        self.states = (state(self.a, self.xy_a, za, self.names[0]),
-                       state(self.b, self.xy_b, zb, f"{self.names[1]}, aligned to {self.names[0]} (disparity {self.disparity:.2f})"))
+            if has_label and label not in t:
+                t[label] = self.a[label]
+            return ExplorerState(
+                t, xy, color=color, z=z, k=min(k, len(t) - 1), cap=len(t), title=title
+            )
+
+        self.states = (
+            state(self.a, self.xy_a, za, self.names[0]),
+            state(
+                self.b,
+                self.xy_b,
+                zb,
+                f"{self.names[1]}, aligned to {self.names[0]} (disparity {self.disparity:.2f})",
+            ),
+        )
         self.collapse, self._widget = None, None
         if has_label:
             ca, cb = collapse_metrics(za, self.a[label]), collapse_metrics(zb, self.a[label])
-            self.collapse = ca.merge(cb.drop(columns="n"), on="label", suffixes=(f" {names[0]}", f" {names[1]}"))
-            self.collapse["knn_overlap"] = pd.Series(self.overlap).groupby(self.a[label].to_numpy()).mean().reindex(self.collapse["label"]).to_numpy()
+            self.collapse = ca.merge(
+                cb.drop(columns="n"), on="label", suffixes=(f" {names[0]}", f" {names[1]}")
+            )
+            self.collapse["knn_overlap"] = (
+                pd.Series(self.overlap)
+                .groupby(self.a[label].to_numpy())
+                .mean()
+                .reindex(self.collapse["label"])
+                .to_numpy()
+            )
 
     @property
     def selected(self) -> np.ndarray:
         "Selected rows (positions in the matched tables)."
         return self.states[0].selected
 
-    def select(self, rows):
+    def select(
+        self,
+        rows,  # row positions in the matched tables; None or empty clears
+    ):
         "Select rows (positions in the matched tables) in both panels."
-        for s in self.states: s.select(rows)
+        for s in self.states:
+            s.select(rows)
         return self
 
-    def color_by(self, column: str):
+    def color_by(
+        self,
+        column: str,  # the label, 'knn_overlap', or a column both tables have
+    ):
         "Colour both panels by a column (the label, 'knn_overlap', or any column both tables have)."
-        for s in self.states: s.color_by(column)
+        for s in self.states:
+            s.color_by(column)
         return self
 
     @property
@@ -78,83 +137,171 @@ class Comparison(_Shown):
         "The selected items with their label and k-NN overlap."
         return self.states[0].selection
 
-    def figure(self, width: int = 1000, height: int = 480):
+    def figure(
+        self,
+        width: int = 1000,  # pixels
+        height: int = 480,  # pixels
+    ):
         "Both panels as one plain plotly figure (static counterpart), one legend for both."
         from plotly.subplots import make_subplots
-        fig = make_subplots(1, 2, subplot_titles=[html.escape(s.title) for s in self.states], horizontal_spacing=0.03)
+
+        fig = make_subplots(
+            1,
+            2,
+            subplot_titles=[html.escape(s.title) for s in self.states],
+            horizontal_spacing=0.03,
+        )
         for i, s in enumerate(self.states):
             for t in scatter_traces(s, legend=i == 0):
                 if t["meta"] == "points" and i == 1 and "colorbar" in t["marker"]:
                     t["marker"]["showscale"] = False
                 fig.add_trace(t, 1, i + 1)
             lay = scatter_layout(s)
-            fig.update_xaxes(lay["xaxis"], row=1, col=i + 1); fig.update_yaxes(lay["yaxis"], row=1, col=i + 1)
-        fig.update_layout(width=width, height=height, margin=dict(l=10, r=10, t=70, b=10), dragmode="lasso",
-                          legend=dict(itemsizing="constant"), plot_bgcolor="white")
+            fig.update_xaxes(lay["xaxis"], row=1, col=i + 1)
+            fig.update_yaxes(lay["yaxis"], row=1, col=i + 1)
+        fig.update_layout(
+            width=width,
+            height=height,
+            margin=dict(l=10, r=10, t=70, b=10),
+            dragmode="lasso",
+            legend=dict(itemsizing="constant"),
+            plot_bgcolor="white",
+        )
         return fig
 
-    def png(self, path=None, dpi: int = 110) -> bytes:
-        "Both panels as a PNG, coloured as shown and by k-NN overlap; atomically to `path` if given."
+    def png(
+        self,
+        path=None,  # a file to write too; None: none
+        dpi: int = 110,  # resolution
+    ) -> bytes:  # PNG bytes
+        """Both panels as a PNG, coloured as shown and by k-NN overlap; atomically to `path` if
+        given."""
         from matplotlib.figure import Figure
-        views = [self.states[0].color] + (["knn_overlap"] if self.states[0].color != "knn_overlap" else [])
-        fig = Figure(figsize=(11.5, 4.6 * len(views))); axes = np.atleast_2d(fig.subplots(len(views), 2))
+
+        views = [self.states[0].color] + (
+            ["knn_overlap"] if self.states[0].color != "knn_overlap" else []
+        )
+        fig = Figure(figsize=(11.5, 4.6 * len(views)))
+        axes = np.atleast_2d(fig.subplots(len(views), 2))
         for r, col in enumerate(views):
             for i, s in enumerate(self.states):
-                view = copy.copy(s); view._set_color(col)         # a recoloured copy: the live panels stay as they are
+                # a recoloured copy: the live panels stay as they are
+                view = copy.copy(s)
+                view._set_color(col)
                 m = draw_state(axes[r, i], view, legend=i == 1)
                 axes[r, i].set_title(f"{s.title}: by {col}", fontsize=10, loc="left")
-            if m is not None: fig.colorbar(m, ax=list(axes[r]), label=col)
-        buf = io.BytesIO(); fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
-        if path is not None: atomic_write_bytes(path, buf.getvalue())
+            if m is not None:
+                fig.colorbar(m, ax=list(axes[r]), label=col)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+        if path is not None:
+            atomic_write_bytes(path, buf.getvalue())
         return buf.getvalue()
 
     @property
     def widget(self):
-        "Two linked scatter views, the hovered item, the selection and the per-class collapse table (built on first use)."
+        """Two linked scatter views, the hovered item, the selection and the per-class collapse
+        table (built on first use)."""
         if self._widget is None:
             self._widget = comparison_widget(self)
         return self._widget
 
     def _static_outputs(self):
-        return [StaticFigure(self.figure(), self.png(), alt=" vs ".join(self.names))] + ([self.collapse.round(3)] if self.collapse is not None else [])
+        return [StaticFigure(self.figure(), self.png(), alt=" vs ".join(self.names))] + (
+            [self.collapse.round(3)] if self.collapse is not None else []
+        )
 
 # %% ../nbs/30d_explore_compare.ipynb #9c7cbc80
-def compare(table_a: pd.DataFrame, table_b: pd.DataFrame, names=("A", "B"), k: int = 10, method: str = "tsne",
-            seed: int = 0, cache_dir="default", label: str = "label", color: str | None = None) -> Comparison:
-    "Side-by-side view of two models' embeddings of the same items (matched by `id`); see `Comparison`."
-    return Comparison(table_a, table_b, names=names, k=k, method=method, seed=seed, cache_dir=cache_dir, label=label, color=color)
+def compare(
+    table_a: pd.DataFrame,  # the first model's embedding table
+    table_b: pd.DataFrame,  # the second model's embedding table (matched by `id`)
+    names=("A", "B"),  # the two models' names, shown as panel titles
+    k: int = 10,  # neighbours compared per item (k-NN overlap)
+    method: str = "tsne",  # `'tsne'`, `'umap'` or `'pca'`
+    seed: int = 0,  # seeds both projections
+    cache_dir="default",  # the projection cache: `'default'`, a folder, or None (no cache)
+    label: str = "label",  # the class column the collapse metrics group by
+    # the column both panels are coloured by; None: `label`, or 'knn_overlap' without one
+    color: str | None = None,
+) -> Comparison:  # the comparison, shown by `show()`
+    """Side-by-side view of two models' embeddings of the same items (matched by `id`); see
+    `Comparison`."""
+    return Comparison(
+        table_a,
+        table_b,
+        names=names,
+        k=k,
+        method=method,
+        seed=seed,
+        cache_dir=cache_dir,
+        label=label,
+        color=color,
+    )
 
 # %% ../nbs/30d_explore_compare.ipynb #39845093
-def comparison_widget(cmp):
-    """Two `StateScatter`s linked by jupyter-scatter's `compose` (selection and hover), a colour dropdown, the hovered
-    item with its overlap, the selection's counts and the collapse table."""
+def comparison_widget(
+    cmp,  # a `Comparison`
+):
+    """Two `StateScatter`s linked by jupyter-scatter's `compose` (selection and hover), a colour
+    dropdown, the hovered item with its overlap, the selection's counts and the collapse table."""
     import ipywidgets as W
+
     a, b = cmp.states
-    color = W.Dropdown(options=[c for c in a.columns() if c in b.table], value=a.color, description="colour")
+    color = W.Dropdown(
+        options=[c for c in a.columns() if c in b.table], value=a.color, description="colour"
+    )
     item = _panel("<i>hover a point in either panel</i>", "360px", "cnb-hover")
     info = _panel(counts_html(a), "300px", "cnb-counts")
     status = _panel("", "auto", "cnb-status")
-    def show_error(kind, e): (item if kind == "hover" else status).value = error_html(kind, e)
-    views = [StateScatter(s, width=w, height=440, on_error=show_error) for s, w in ((a, 460), (b, 460))]
+
+    def show_error(kind, e):
+        (item if kind == "hover" else status).value = error_html(kind, e)
+
+    views = [
+        StateScatter(s, width=w, height=440, on_error=show_error) for s, w in ((a, 460), (b, 460))
+    ]
+
     def panels(src):
         def on(what, **_):
             try:
-                if what == "selection": info.value = counts_html(src)
+                if what == "selection":
+                    info.value = counts_html(src)
                 elif what == "hover" and src.hovered is not None:
-                    item.value = (f"<div>{cmp.k}-NN overlap between the models: <b>{cmp.overlap[src.hovered]:.2f}</b></div>"
-                                  + item_html(src, src.hovered))
-                elif what == "view": color.value = src.color
+                    item.value = (
+                        f"<div>{cmp.k}-NN overlap between the models:"
+                        f" <b>{cmp.overlap[src.hovered]:.2f}</b></div>"
+                        + item_html(src, src.hovered)
+                    )
+                elif what == "view":
+                    color.value = src.color
             except Exception as e:
                 show_error(what, e)
+
         return on
-    a.subscribe(panels(a)); b.subscribe(panels(b))
+
+    a.subscribe(panels(a))
+    b.subscribe(panels(b))
     color.observe(lambda ch: cmp.color_by(ch["new"]), names="value")
-    grid = jscatter.compose([(v.scatter, html.escape(s.title)) for v, s in zip(views, (a, b))],
-                            sync_selection=True, sync_hover=True, row_height=500)
+    grid = jscatter.compose(
+        [(v.scatter, html.escape(s.title)) for v, s in zip(views, (a, b))],
+        sync_selection=True,
+        sync_hover=True,
+        row_height=500,
+    )
     legend = _panel(legend_html(views[0]), "auto", "cnb-legend")
-    a.subscribe(lambda what, **_: what == "view" and setattr(legend, "value", legend_html(views[0])))
+    a.subscribe(
+        lambda what, **_: what == "view" and setattr(legend, "value", legend_html(views[0]))
+    )
     table = W.HTML(cmp.collapse.round(3).to_html(index=False) if cmp.collapse is not None else "")
-    box = W.VBox([W.HBox([color, drag_mode(*views), status]), grid, legend, W.HBox([item, info, table])])
+    box = W.VBox(
+        [W.HBox([color, drag_mode(*views), status]), grid, legend, W.HBox([item, info, table])]
+    )
     box.add_class("cnb-compare")
-    box.views, box.controls = views, {"color": color, "item": item, "counts": info, "status": status, "legend": legend}
+    box.views, box.controls = views, {
+        "color": color,
+        "item": item,
+        "counts": info,
+        "status": status,
+        "legend": legend,
+    }
     return box
