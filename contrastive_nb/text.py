@@ -1054,14 +1054,17 @@ def load_plm(
     from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    # no "weights not used" chatter
-    verbosity = hf_logging.get_verbosity()
+    # no "weights not used" chatter, and no "Loading weights" bar frozen at 0% in a saved notebook
+    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
     hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
     try:
         tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
         enc = AutoModel.from_pretrained(path, local_files_only=True)
     finally:
         hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
     return tok, enc.eval()
 
 # %% ../nbs/20_text.ipynb #3156b325
