@@ -7,7 +7,7 @@ from helpers import BIN, ROOT, tool  # noqa: F401
 # `make test` runs pytest on two processes (pytest-xdist, one file per process at a time), which hand out the files
 # in collection order. The files measured slowest on 2 cores (seconds, one process) go first, so that no long file
 # starts last while the other process sits idle. Only the order changes; every test runs.
-SLOW_FIRST = ["test_sweep.py",                   # ~210 s
+SLOW_FIRST = ["test_sweep.py",                   # ~110 s under load (the smoke tutorial since 2026-11-25)
               "reliability/test_preemption.py",  # ~120 s
               "test_tutorials.py",               # ~115 s
               "reliability/test_faults.py",      # ~90 s
