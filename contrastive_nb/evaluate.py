@@ -558,25 +558,15 @@ def paired_difference(
     else:
         half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
         lo_t, hi_t = mean - half, mean + half
+        boot = lambda method: stats.bootstrap(
+            (d,), np.mean, n_resamples=n_resamples, confidence_level=confidence, method=method,
+            rng=np.random.default_rng(seed),
+        ).confidence_interval
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ci = stats.bootstrap(
-                (d,),
-                np.mean,
-                n_resamples=n_resamples,
-                confidence_level=confidence,
-                method="BCa",
-                rng=np.random.default_rng(seed),
-            ).confidence_interval
+            ci = boot("BCa")
             if not (np.isfinite(ci.low) and np.isfinite(ci.high)):
-                ci = stats.bootstrap(
-                    (d,),
-                    np.mean,
-                    n_resamples=n_resamples,
-                    confidence_level=confidence,
-                    method="percentile",
-                    rng=np.random.default_rng(seed),
-                ).confidence_interval
+                ci = boot("percentile")
         lo_b, hi_b = float(ci.low), float(ci.high)
     if min(lo_b, lo_t) > 0:
         verdict = "higher"
