@@ -5,8 +5,9 @@ Both sides: ResNet-18 with the CIFAR stem, projection MLP 512-2048-128, NT-Xent 
 (32 px) colour images, batch 512 (two views each), the SimCLR CIFAR augmentations (random resized crop 0.08-1, flip,
 colour jitter 0.4/0.4/0.4/0.1 with p 0.8, grayscale p 0.2, normalisation, no blur).
 
-* contrastive_nb: un-augmented uint8 images in a tensor dataset -> `BatchViews` (kornia, on the device, per-image
-  parameters) -> the engine's update (`contrastive_nb.train.views_loss`, backward, step).
+* contrastive_nb: `fit` itself with its default hooks (finite checks, FLOP ledger, progress, signals): the images in
+  memory (a `TensorImageDataset`, kept on the device by the engine) -> `BatchViews("cifar")` (batched torch ops on the
+  device, per-image parameters) -> the engine's update; the second epoch is timed.
 * lightly: `lightly.transforms.SimCLRTransform` on PIL images in DataLoader workers -> model -> `lightly.loss.NTXentLoss`.
 
 Reported: images/s (images = items per step, each seen in 2 views), and where the time goes (augmentation / data
@@ -39,31 +40,28 @@ def sync(dev):
 
 
 def bench_ours(images_u8, batch, steps, dev, amp):
+    """`fit` itself, default hooks on (finite checks, FLOP ledger, progress bar, signals): the images in memory as a
+    `TensorImageDataset` (kept on the device as uint8 by the engine), `BatchViews("cifar")` on the device; the second
+    epoch of `steps` updates is timed (the first warms up: cuDNN's algorithm search, allocator)."""
     from contrastive_nb.augment import BatchViews
-    from contrastive_nb.train import LossTerm, make_optimizer, views_loss
-    model = make_model().to(dev).train()
-    opt = make_optimizer(model, "sgd", 0.3)
-    views = BatchViews("cifar").to(dev)
-    terms = [LossTerm("nt_xent", temperature=0.5)]
-    data = torch.as_tensor(images_u8).permute(0, 3, 1, 2).contiguous()          # (n, 3, 32, 32) uint8
-    t_aug = t_fb = 0.0
-    for s in range(steps + 1):                                                   # step 0 is warm-up
-        idx = torch.randint(0, len(data), (batch,))
-        t0 = time.perf_counter()
-        x = data[idx].to(dev, non_blocking=True).float().div_(255)
-        # time the augmentation on its own (the engine makes the same two calls inside views_loss)
-        with torch.no_grad():
-            views(x); views(x)
-        sync(dev); t1 = time.perf_counter()
-        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=amp and dev.type == "cuda"):
-            loss, _ = views_loss(model, views, terms, x)
-        opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
-        sync(dev); t2 = time.perf_counter()
-        if s > 0:
-            t_aug += t1 - t0; t_fb += (t2 - t1)
-    # the engine step includes its own augmentation: subtract nothing, report the separate timing as a breakdown
-    step = t_fb / steps
-    return {"images_per_s": batch / step, "step_s": step, "augment_s": t_aug / steps, "fwd_bwd_s": step - t_aug / steps}
+    from contrastive_nb.data import TensorImageDataset
+    from contrastive_nb.train import Hook, LossTerm, fit
+    n = batch * steps
+    x = torch.as_tensor(images_u8[:n]).permute(0, 3, 1, 2).float().div(255)        # (n, 3, 32, 32) in [0, 1]
+    ds = TensorImageDataset(x, np.zeros(n, dtype=np.int64))
+    times = {}
+
+    class Clock(Hook):
+        def before_epoch(self, run, epoch):
+            sync(dev); times[epoch] = time.perf_counter()
+
+        def after_epoch(self, run, record):
+            sync(dev); times[record["epoch"] - 1] = time.perf_counter() - times[record["epoch"] - 1]
+
+    fit(make_model(), ds, [LossTerm("nt_xent", temperature=0.5)], BatchViews("cifar"), epochs=2,
+        batch_size=batch, lr=0.3, device=str(dev), amp=amp, validate=False, hooks=[Clock()])
+    step = times[1] / steps
+    return {"images_per_s": batch / step, "step_s": step, "augment_s": None, "fwd_bwd_s": None}
 
 
 class _PILDataset(torch.utils.data.Dataset):
@@ -120,7 +118,7 @@ def main():
     a = ap.parse_args()
     devices = a.devices or (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
     rng = np.random.default_rng(0)
-    images = rng.integers(0, 256, (max(4 * a.batch, 2048), 32, 32, 3), dtype=np.uint8)
+    images = rng.integers(0, 256, (max(a.steps * a.batch, 2048), 32, 32, 3), dtype=np.uint8)
     machine = (f"{platform.machine()}, {os.cpu_count()} CPU cores, torch {torch.__version__}, threads {torch.get_num_threads()}"
                + (f", GPU {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ""))
     print(f"machine: {machine}")
@@ -139,8 +137,8 @@ def main():
                 ratio = res["ours"]["images_per_s"] / res["lightly"]["images_per_s"]
                 rows.append({"device": d, "order": order, "contender": name, **r,
                              "ours_over_lightly": ratio if name.startswith("contrastive") else None})
-                print(f"| {d} | {order} | {name} | {r['images_per_s']:.1f} | {r['step_s']:.3f} | {r['augment_s']:.3f} | "
-                      f"{r['fwd_bwd_s']:.3f} | {f'{ratio:.2f}x' if name.startswith('contrastive') else ''} |", flush=True)
+                print(f"| {d} | {order} | {name} | {r['images_per_s']:.1f} | {r['step_s']:.3f} | {r['augment_s'] if r['augment_s'] is not None else float('nan'):.3f} | "
+                      f"{r['fwd_bwd_s'] or float('nan'):.3f} | {f'{ratio:.2f}x' if name.startswith('contrastive') else ''} |", flush=True)
     if a.out:
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
         meta = {"measured": datetime.date.today().isoformat(), "machine": machine, "batch": a.batch, "steps": a.steps,

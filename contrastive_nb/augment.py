@@ -5,17 +5,20 @@
 # %% ../nbs/02_augment.ipynb #ce814965
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import Dataset
 from torchvision.transforms import v2 as T
 
-from .core import check_choice, check_range
+from .core import check_choice, check_int, check_range
 
 # %% auto #0
-__all__ = ['CIFAR_MEAN', 'CIFAR_STD', 'simclr_transform', 'digits_transform', 'eval_transform', 'TwoViewDataset', 'BatchViews']
+__all__ = ['CIFAR_MEAN', 'CIFAR_STD', 'simclr_transform', 'digits_transform', 'eval_transform', 'TwoViewDataset',
+           'resized_crop_boxes', 'crop_resize', 'color_jitter', 'BatchViews']
 
 # %% ../nbs/02_augment.ipynb #e6d8395d
 CIFAR_MEAN, CIFAR_STD = (0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)
@@ -101,6 +104,132 @@ class TwoViewDataset(Dataset):
         x, y = self.dataset[i]
         return self.transform(x), self.transform(x), y, i
 
+# %% ../nbs/02_augment.ipynb #b9f2b22c
+def resized_crop_boxes(
+    n: int,  # boxes to draw (one per image)
+    height: int,  # image height in pixels
+    width: int,  # image width in pixels
+    scale: tuple = (0.08, 1.0),  # range of the box's area as a share of the image's
+    ratio: tuple = (3 / 4, 4 / 3),  # range of the box's aspect ratio w / h (log-uniform)
+    device=None,  # where to draw (the device's own generator: no host read)
+) -> torch.Tensor:  # (n, 4) float boxes `(top, left, h, w)` in pixels
+    """Random-resized-crop boxes, torchvision's `RandomResizedCrop.get_params` drawn for `n` images
+    at once: 10 tries of area and log-ratio per image, the first that fits, else the centre crop."""
+    check_int("n", n, 1)
+    check_range("scale[0]", scale[0], 0, 1, low_inclusive=False)
+    check_range("scale[1]", scale[1], scale[0], 1)
+    check_range("ratio[0]", ratio[0], 0, low_inclusive=False)
+    check_range("ratio[1]", ratio[1], ratio[0])
+    tries, area = 10, height * width
+    u = torch.rand(n, tries, 4, device=device)
+    target = area * (scale[0] + (scale[1] - scale[0]) * u[..., 0])
+    log_r = math.log(ratio[0]) + (math.log(ratio[1]) - math.log(ratio[0])) * u[..., 1]
+    r = torch.exp(log_r)
+    w, h = torch.sqrt(target * r).round(), torch.sqrt(target / r).round()
+    fits = (w > 0) & (h > 0) & (w <= width) & (h <= height)
+    first = torch.where(fits.any(1), fits.float().argmax(1), 0)[:, None]
+    w, h = w.gather(1, first)[:, 0], h.gather(1, first)[:, 0]
+    # torchvision's fallback: the whole image, its aspect clamped to `ratio`, centred
+    in_ratio = width / height
+    if in_ratio < ratio[0]:
+        fw, fh = width, round(width / ratio[0])
+    elif in_ratio > ratio[1]:
+        fw, fh = round(height * ratio[1]), height
+    else:
+        fw, fh = width, height
+    ok = fits.any(1)
+    w, h = torch.where(ok, w, float(fw)), torch.where(ok, h, float(fh))
+    top = torch.where(ok, torch.floor(u[:, 0, 2] * (height - h + 1)), (height - h) // 2)
+    left = torch.where(ok, torch.floor(u[:, 0, 3] * (width - w + 1)), (width - w) // 2)
+    return torch.stack([top, left, h, w], 1)
+
+
+# %% ../nbs/02_augment.ipynb #f06c6a68
+def crop_resize(
+    x: torch.Tensor,  # (B, C, H, W) float images
+    boxes: torch.Tensor,  # (B, 4) `(top, left, h, w)` in pixels, e.g. `resized_crop_boxes`
+    size: int,  # output side in pixels
+    flip: torch.Tensor | None = None,  # (B,) bool: mirror those outputs left–right
+) -> torch.Tensor:  # (B, C, size, size), bilinear
+    """Crop each image to its box and resize it to `size` (and mirror it where `flip`), in one
+    batched `grid_sample`: no loop over the images."""
+    B, C, H, W = x.shape
+    top, left, h, w = boxes.to(x.dtype).unbind(1)
+    sx, sy = w / W, h / H
+    if flip is not None:
+        sx = torch.where(flip, -sx, sx)
+    theta = torch.zeros(B, 2, 3, dtype=x.dtype, device=x.device)
+    theta[:, 0, 0], theta[:, 0, 2] = sx, (2 * left + w) / W - 1
+    theta[:, 1, 1], theta[:, 1, 2] = sy, (2 * top + h) / H - 1
+    grid = F.affine_grid(theta, (B, C, size, size), align_corners=False)
+    return F.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=False)
+
+
+# %% ../nbs/02_augment.ipynb #a8b89776
+def _gray(x: torch.Tensor) -> torch.Tensor:
+    "Luma of RGB images `(B, 3, H, W)`: `(B, 1, H, W)` (torchvision's weights)."
+    return 0.2989 * x[:, 0:1] + 0.587 * x[:, 1:2] + 0.114 * x[:, 2:3]
+
+
+def _shift_hue(x: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
+    """Rotate the hue of RGB images in [0, 1] by `shift` (B,) turns: RGB → HSV → RGB, branch-free
+    (torchvision's formulas)."""
+    mx, argmx = x.max(1)
+    mn = x.min(1).values
+    v, c = mx, mx - mn
+    s = c / torch.where(mx == 0, torch.ones_like(mx), mx)
+    cd = torch.where(c == 0, torch.ones_like(c), c)
+    r, g, b = ((mx[:, None] - x) / cd[:, None]).unbind(1)
+    h = torch.where(argmx == 0, b - g, torch.where(argmx == 1, 2.0 + r - b, 4.0 + g - r))
+    h = torch.where(c == 0, torch.zeros_like(h), h)
+    h = torch.remainder(h / 6.0 + shift[:, None, None], 1.0)
+    i = torch.floor(h * 6.0)
+    f = h * 6.0 - i
+    i = i.long() % 6
+    p, q, t = v * (1 - s), v * (1 - s * f), v * (1 - s * (1 - f))
+    table = torch.stack([torch.stack(c3, 1) for c3 in (
+        (v, t, p), (q, v, p), (p, v, t), (p, q, v), (t, p, v), (v, p, q))], 0)  # (6, B, 3, H, W)
+    idx = i[None, :, None].expand(1, -1, 3, -1, -1)
+    return table.gather(0, idx)[0]
+
+
+def color_jitter(
+    x: torch.Tensor,  # (B, 3, H, W) RGB images in [0, 1]
+    brightness: float = 0.4,  # factor drawn from [max(0, 1 − b), 1 + b] per image
+    contrast: float = 0.4,  # factor drawn from [max(0, 1 − c), 1 + c] per image
+    saturation: float = 0.4,  # factor drawn from [max(0, 1 − s), 1 + s] per image
+    hue: float = 0.1,  # shift drawn from [−h, h] turns per image (h ≤ 0.5)
+    p: float = 0.8,  # share of images jittered (the rest pass unchanged)
+) -> torch.Tensor:  # (B, 3, H, W) in [0, 1]
+    """torchvision's `ColorJitter` with its own factors for every image, the four adjustments in
+    one random order per batch (as kornia draws it), applied to a share `p` of the images: batched
+    and branch-free, random numbers drawn on `x`'s device."""
+    check_range("hue", hue, 0, 0.5)
+    for name, v in (("brightness", brightness), ("contrast", contrast), ("saturation", saturation)):
+        check_range(name, v, 0)
+    check_range("p", p, 0, 1)
+    B = x.shape[0]
+    u = torch.rand(B, 5, device=x.device, dtype=x.dtype)
+    lo = lambda a: max(0.0, 1.0 - a)
+    fb = lo(brightness) + (1 + brightness - lo(brightness)) * u[:, 0]
+    fc = lo(contrast) + (1 + contrast - lo(contrast)) * u[:, 1]
+    fs = lo(saturation) + (1 + saturation - lo(saturation)) * u[:, 2]
+    fh = (2 * u[:, 3] - 1) * hue
+    out = x
+    col = lambda f: f[:, None, None, None]
+    for k in torch.randperm(4).tolist():  # the order: drawn on the host's generator (no sync)
+        if k == 0 and brightness > 0:
+            out = (out * col(fb)).clamp(0, 1)
+        elif k == 1 and contrast > 0:
+            mean = _gray(out).mean((1, 2, 3), keepdim=True)
+            out = (col(fc) * out + (1 - col(fc)) * mean).clamp(0, 1)
+        elif k == 2 and saturation > 0:
+            out = (col(fs) * out + (1 - col(fs)) * _gray(out)).clamp(0, 1)
+        elif k == 3 and hue > 0:
+            out = _shift_hue(out, fh)
+    return torch.where(col(u[:, 4] < p), out, x)
+
+
 # %% ../nbs/02_augment.ipynb #06f5d2f3
 class BatchViews(nn.Module):
     """Batched SimCLR augmentation on a `(B, C, H, W)` float tensor in [0, 1], on its own device
@@ -120,18 +249,14 @@ class BatchViews(nn.Module):
 
         check_choice("kind", kind, ["cifar", "digits"])
         check_range("strength", strength, 0)
-        self.kind = kind
+        self.kind, self.strength, self.normalize = kind, float(strength), normalize
         if kind == "cifar":
-            size = size or 32
-            s = strength
-            ops = [
-                K.RandomResizedCrop((size, size), scale=(0.08, 1.0)),
-                K.RandomHorizontalFlip(),
-                K.ColorJitter(0.8 * s, 0.8 * s, 0.8 * s, 0.2 * s, p=0.8),
-                K.RandomGrayscale(p=0.2),
-            ]
-            if normalize:
-                ops.append(K.Normalize(torch.tensor(CIFAR_MEAN), torch.tensor(CIFAR_STD)))
+            # batched torch ops (`resized_crop_boxes`, `crop_resize`, `color_jitter`): kornia's
+            # recipe read random parameters on the host (about 19 device syncs per update)
+            self.size = size or 32
+            self.register_buffer("mean", torch.tensor(CIFAR_MEAN)[:, None, None], persistent=False)
+            self.register_buffer("std", torch.tensor(CIFAR_STD)[:, None, None], persistent=False)
+            return
         else:
             size = size or 8
             ops = [
@@ -154,5 +279,18 @@ class BatchViews(nn.Module):
                 "`x` must be a float tensor (B, C, H, W) in [0, 1]; got"
                 f" {getattr(x, 'shape', type(x))}"
             )
-        out = self.aug(x)
-        return out.clamp(0, 1) if self.kind == "digits" else out
+        if self.kind == "digits":
+            return self.aug(x).clamp(0, 1)
+        B, _, H, W = x.shape
+        s = self.strength
+        boxes = resized_crop_boxes(B, H, W, (0.08, 1.0), (3 / 4, 4 / 3), device=x.device)
+        flip = torch.rand(B, device=x.device) < 0.5
+        out = crop_resize(x, boxes, self.size, flip)
+        out = color_jitter(out, 0.8 * s, 0.8 * s, 0.8 * s, 0.2 * s, p=0.8)
+        gray = torch.rand(B, device=x.device)[:, None, None, None] < 0.2
+        out = torch.where(gray, _gray(out).expand_as(out), out)
+        if not self.normalize:
+            return out
+        if self.mean.device != x.device:  # the module itself may stay on the host: copy once
+            self.mean, self.std = self.mean.to(x.device), self.std.to(x.device)
+        return (out - self.mean) / self.std

@@ -5,6 +5,8 @@
 # %% ../nbs/03_losses.ipynb #3354de56
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 
 import torch
@@ -15,9 +17,9 @@ from torch import nn
 from .core import check_choice, check_range, label_vector
 
 # %% auto #0
-__all__ = ['NonFiniteInputError', 'sim_logsumexp', 'nt_xent', 'suncet', 'supcon', 'spread', 'binary_nce', 'NTXentLoss',
-           'SuNCEtLoss', 'SupConLoss', 'SpreadLoss', 'BinaryNCELoss', 'css_loss', 'domain_loss', 'class_loss',
-           'gather_with_grad']
+__all__ = ['NonFiniteInputError', 'trusted_inputs', 'sim_logsumexp', 'nt_xent', 'suncet', 'supcon', 'spread', 'binary_nce',
+           'NTXentLoss', 'SuNCEtLoss', 'SupConLoss', 'SpreadLoss', 'BinaryNCELoss', 'css_loss', 'domain_loss',
+           'class_loss', 'gather_with_grad']
 
 # %% ../nbs/03_losses.ipynb #28777e99
 class NonFiniteInputError(ValueError):
@@ -31,8 +33,26 @@ class NonFiniteInputError(ValueError):
 _MIN_TEMPERATURE = 1e-4
 
 
+_TRUSTED = contextvars.ContextVar("trusted_inputs", default=False)
+
+
+@contextlib.contextmanager
+def trusted_inputs():
+    """Within this block the losses skip the checks of their inputs that read values on the host
+    (finite embeddings, label ranges): no host–device sync inside a loss. The training engine
+    uses it, because its `FiniteChecks` test every update's inputs, losses and gradients on the
+    device; a NaN input then gives a NaN loss there, never a silent number."""
+    token = _TRUSTED.set(True)
+    try:
+        yield
+    finally:
+        _TRUSTED.reset(token)
+
+
 def _finite(x: torch.Tensor, name: str) -> torch.Tensor:
     "Refuse NaN/Inf in `x` (one reduction), naming the first bad row."
+    if _TRUSTED.get():
+        return x
     bad = ~torch.isfinite(x)
     if bool(bad.any()):
         rows = bad.reshape(len(x), -1).any(1) if x.dim() else bad.reshape(1)
@@ -68,7 +88,10 @@ def _as_view_pair(z1, z2) -> tuple:
 
 
 def _as_labels(labels, n: int, name: str = "labels") -> torch.Tensor:
-    "Validate class ids `labels: (n,)` (`core.label_vector`) and map them to contiguous ids 0..K-1."
+    """Validate class ids `labels: (n,)` (`core.label_vector`) and map them to contiguous ids
+    0..K-1 (under `trusted_inputs`: the engine's checked ids ≥ 0 as they are, no host read)."""
+    if _TRUSTED.get() and isinstance(labels, torch.Tensor) and labels.shape == (n,):
+        return labels.long()
     return torch.unique(
         torch.as_tensor(label_vector(labels, n, name, low=None)), return_inverse=True
     )[1]
@@ -117,8 +140,7 @@ class _SimLogSumExp(torch.autograd.Function):
         for r0 in range(0, n, rows):
             r1 = min(n, r0 + rows)
             s = (u[r0:r1] @ u.T).mul_(1.0 / tau)
-            idx = torch.arange(r0, r1, device=u.device)
-            s[idx - r0, idx] = float("-inf")
+            s.diagonal(r0).fill_(float("-inf"))  # s[k, r0 + k]: j = i (no host-side index)
             lse_all[r0:r1] = torch.logsumexp(s, dim=1)
             if labels is not None:
                 s.masked_fill_(labels[r0:r1, None] != labels[None, :], float("-inf"))
@@ -159,8 +181,7 @@ class _SimLogSumExp(torch.autograd.Function):
         for r0 in range(0, n, rows):
             r1 = min(n, r0 + rows)
             s = (u[r0:r1] @ u.T).mul_(1.0 / tau)
-            idx = torch.arange(r0, r1, device=u.device)
-            s[idx - r0, idx] = float("-inf")
+            s.diagonal(r0).fill_(float("-inf"))  # s[k, r0 + k]: j = i (no host-side index)
             G = torch.exp(s - lse_all[r0:r1, None]).mul_(g_all[r0:r1, None])
             if labels is not None:
                 s.masked_fill_(labels[r0:r1, None] != labels[None, :], float("-inf"))
@@ -222,11 +243,12 @@ def suncet(
         u = F.normalize(z, dim=1)
         lse_all, lse_pos = _SimLogSumExp.apply(u, temperature, y)
         has_pos = torch.isfinite(lse_pos)
-        n_valid = int(has_pos.sum())
-        if n_valid == 0:
-            loss = _graph_zero(z)
-        else:
-            loss = (lse_all - lse_pos)[has_pos].mean()
+        count = has_pos.sum()
+        # mean over the anchors with a positive, without a host read (0 when there is none)
+        loss = torch.where(has_pos, lse_all - lse_pos, 0.0).sum() / count.clamp_min(1)
+    if not return_stats:
+        return loss
+    n_valid = int(count)
     stats = {"n_anchors": n_valid, "n_without_positive": z.shape[0] - n_valid}
     return (loss, stats) if return_stats else loss
 
@@ -699,15 +721,16 @@ def class_loss(
 # %% ../nbs/03_losses.ipynb #cdb2905d
 class _GatherWithGrad(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x):
+    def forward(ctx, x, check_sizes):
         ws = dist.get_world_size()
-        sizes = [torch.zeros(1, dtype=torch.long, device=x.device) for _ in range(ws)]
-        dist.all_gather(sizes, torch.tensor([x.shape[0]], device=x.device))
-        if len({int(s) for s in sizes}) != 1:
-            raise ValueError(
-                "gather_with_grad needs the same number of rows on every rank; got"
-                f" {[int(s) for s in sizes]}"
-            )
+        if check_sizes:  # three collectives and a host read: skipped when sizes are known equal
+            sizes = [torch.zeros(1, dtype=torch.long, device=x.device) for _ in range(ws)]
+            dist.all_gather(sizes, torch.tensor([x.shape[0]], device=x.device))
+            if len({int(s) for s in sizes}) != 1:
+                raise ValueError(
+                    "gather_with_grad needs the same number of rows on every rank; got"
+                    f" {[int(s) for s in sizes]}"
+                )
         out = [torch.empty_like(x) for _ in range(ws)]
         dist.all_gather(out, x.contiguous())
         ctx.rank, ctx.n = dist.get_rank(), x.shape[0]
@@ -717,14 +740,16 @@ class _GatherWithGrad(torch.autograd.Function):
     def backward(ctx, g):
         g = g.contiguous().clone()
         dist.all_reduce(g, op=dist.ReduceOp.SUM)
-        return g[ctx.rank * ctx.n : (ctx.rank + 1) * ctx.n]
+        return g[ctx.rank * ctx.n : (ctx.rank + 1) * ctx.n], None
 
 
 def gather_with_grad(
     x: torch.Tensor,  # (n, ...) this rank's rows; every rank holds the same n
+    # the caller guarantees the same n on every rank (the engine's samplers do): no size check
+    equal_sizes: bool = False,
 ) -> torch.Tensor:  # (world_size·n, ...) rows of all ranks, rank order
     """Concatenate `x: (n, ...)` from every rank along dim 0, keeping gradients; identity without a
     process group."""
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
         return x
-    return _GatherWithGrad.apply(x)
+    return _GatherWithGrad.apply(x, not equal_sizes)

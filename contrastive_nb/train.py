@@ -5,6 +5,7 @@
 # %% ../nbs/05_train.ipynb #8ec4a11c
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -41,6 +42,7 @@ from .compute import FlopLedger
 from contrastive_nb.data import (
     CyclingIterator,
     EpochBatchSampler,
+    TensorImageDataset,
     check_dataset,
     dataset_fingerprint,
 )
@@ -48,6 +50,7 @@ from contrastive_nb.losses import (
     NonFiniteInputError,
     gather_with_grad,
     nt_xent,
+    trusted_inputs,
     spread,
     suncet,
     supcon,
@@ -60,7 +63,7 @@ __all__ = ['LOSS_TERMS', 'LOADERS', 'CHECKPOINT_FORMAT', 'CHECKPOINT_KEYS', 'Pro
            'load_checkpoint', 'describe_callable', 'model_structure', 'run_config', 'config_sha256',
            'remove_interrupted_writes', 'Checkpointer', 'export_weights', 'load_weights', 'init_distributed',
            'views_loss', 'Batch', 'Step', 'Hook', 'FiniteChecks', 'FlopCounter', 'Progress', 'Evaluation', 'OnStep',
-           'StopOnSignal', 'TwoLoaders', 'Run', 'train_loop', 'fit', 'fit_epochs']
+           'StopOnSignal', 'DeviceBatches', 'TwoLoaders', 'Run', 'train_loop', 'RuntimeOptions', 'fit', 'fit_epochs']
 
 # %% ../nbs/05_train.ipynb #f1305a09
 @dataclass
@@ -265,6 +268,9 @@ class LARS(torch.optim.Optimizer):
         momentum: float = 0.9,  # momentum coefficient
         weight_decay: float = 1e-6,  # weight decay λ of LARS groups
         eta: float = 1e-3,  # trust coefficient η
+        # one `torch._foreach_*` call per operation for all parameters (a few kernels instead of a
+        # few per parameter); None: on CUDA. Its norms may differ from the loop's in the last bit
+        foreach: bool | None = None,
     ):
         check_range("lr", lr, 0)
         check_range("momentum", momentum, 0, 1)
@@ -272,6 +278,7 @@ class LARS(torch.optim.Optimizer):
         super().__init__(
             params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay, eta=eta, lars=True)
         )
+        self.foreach = foreach
 
     @torch.no_grad()
     def step(
@@ -281,6 +288,13 @@ class LARS(torch.optim.Optimizer):
         "One LARS update of every parameter (momentum SGD for groups with `lars=False`)."
         loss = closure() if closure is not None else None
         for group in self.param_groups:
+            params = [p for p in group["params"] if p.grad is not None]
+            foreach = self.foreach
+            if foreach is None:
+                foreach = bool(params) and params[0].is_cuda
+            if foreach and params:
+                self._foreach_step(group, params)
+                continue
             for p in group["params"]:
                 if p.grad is None:
                     continue
@@ -301,6 +315,27 @@ class LARS(torch.optim.Optimizer):
                     buf.mul_(group["momentum"]).add_(g)
                 p.add_(buf, alpha=-group["lr"])
         return loss
+
+    def _foreach_step(self, group: dict, params: list):
+        "The same update as `step`'s loop, for all of `params` at once (`torch._foreach_*`)."
+        grads = [p.grad for p in params]
+        if group["lars"]:
+            grads = torch._foreach_add(grads, params, alpha=group["weight_decay"])
+            w = torch.stack(torch._foreach_norm(params))
+            g = torch.stack(torch._foreach_norm(grads))
+            trust = torch.where((w > 0) & (g > 0), group["eta"] * w / g, torch.ones_like(w))
+            grads = torch._foreach_mul(grads, list(trust.unbind()))
+        bufs = [self.state[p].get("momentum_buffer") for p in params]
+        if any(b is None for b in bufs):
+            bufs = [g.clone() if b is None else b.mul_(group["momentum"]).add_(g)
+                    for b, g in zip(bufs, grads)]
+            for p, b in zip(params, bufs):
+                self.state[p]["momentum_buffer"] = b
+        else:
+            torch._foreach_mul_(bufs, group["momentum"])
+            torch._foreach_add_(bufs, grads)
+        torch._foreach_add_(params, bufs, alpha=-group["lr"])
+
 
 # %% ../nbs/05_train.ipynb #2859e5c5
 def make_optimizer(
@@ -349,9 +384,25 @@ def _rng_state() -> dict:
         "python": random.getstate(),
     }
     st["numpy"][1] = torch.from_numpy(st["numpy"][1].astype(np.int64))
-    if torch.cuda.is_available():
-        st["cuda"] = torch.cuda.get_rng_state_all()
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        # this process's device only: a checkpoint must resume where fewer devices are visible
+        st["cuda"] = [torch.cuda.get_rng_state()]
+        st["cuda_device"] = torch.cuda.current_device()
     return st
+
+
+def _cuda_rng_for_this_device(
+    st: dict,  # an RNG state as `_rng_state` wrote it (or an older one: every visible device's)
+    device: int,  # the index of this process's current CUDA device
+):  # the saved state of this process's device, or None when the checkpoint holds none for it
+    """The CUDA RNG state a checkpoint holds for this process's device: its one saved state, or,
+    from a checkpoint that recorded every visible device, the entry of `device` if it exists."""
+    states = st.get("cuda")
+    if not states:
+        return None
+    if "cuda_device" in st:
+        return states[0]
+    return states[device] if device < len(states) else None
 
 
 def _set_rng_state(st: dict):
@@ -361,10 +412,34 @@ def _set_rng_state(st: dict):
     np.random.set_state(tuple(n))
     py = st["python"]
     random.setstate((py[0], tuple(py[1]), py[2]))
-    if "cuda" in st and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(st["cuda"])
+    if torch.cuda.is_available():
+        cuda = _cuda_rng_for_this_device(st, torch.cuda.current_device())
+        if cuda is not None:
+            torch.cuda.set_rng_state(cuda)
 
 # %% ../nbs/05_train.ipynb #d141552c
+def _host_floats(
+    values: list,  # Python numbers and/or 0-d tensors (on any device)
+) -> list:  # the same values as Python floats, read from the device in one transfer
+    """Floats of a list that may hold 0-d device tensors (one `stack(...).tolist()`: one sync for
+    them all)."""
+    idx = [i for i, v in enumerate(values) if isinstance(v, torch.Tensor)]
+    out = [float(v) if not isinstance(v, torch.Tensor) else None for v in values]
+    if idx:
+        read = torch.stack([values[i].double() for i in idx]).tolist()
+        for i, v in zip(idx, read):
+            out[i] = v
+    return out
+
+
+def _all_finite(
+    tensors,  # tensors on one device
+) -> bool:  # whether every value of every tensor is finite (one host read)
+    "Whether all values are finite: one fused device reduction, one read."
+    ts = [t.detach() for t in tensors]
+    return not ts or bool(torch.stack(torch._foreach_norm(ts, math.inf)).max().isfinite())
+
+
 @dataclass
 class TrainState:
     """The resumable state of a run; `state_dict()` is the checkpoint, `load_state_dict()` restores
@@ -382,7 +457,8 @@ class TrainState:
     step: int = 0  # updates done within `epoch`
     updates: int = 0  # updates done in all
     labeled_batches: int = 0  # batches the labeled loader has handed out
-    sums: dict = field(default_factory=dict)  # per-term loss sums of the current epoch
+    # per-term loss sums of the current epoch (float64 on the device while training: no host sync)
+    sums: dict = field(default_factory=dict)
     history: list = field(default_factory=list)  # one record per finished epoch
     # per-update losses and batch digests since the last checkpoint
     step_log: dict = field(default_factory=lambda: {"loss": [], "ids": []})
@@ -394,6 +470,7 @@ class TrainState:
     def state_dict(self) -> dict:  # this rank's checkpoint: counters, model, optimizer, RNG
         """This rank's state as a checkpoint (`rng` and the batch digests as lists of one, for
         `Checkpointer` to gather)."""
+        self.settle()
         return {
             "format": CHECKPOINT_FORMAT,
             "config": self.config,
@@ -431,6 +508,16 @@ class TrainState:
         }
         _set_rng_state(sd["rng"][self.rank])
 
+    def settle(self):
+        """Read the loss values kept on the device (the epoch's sums, the step log's losses) into
+        Python floats, in one transfer: at checkpoints and epoch ends, never per update."""
+        losses, names = self.step_log["loss"], list(self.sums)
+        pending = [i for i, v in enumerate(losses) if isinstance(v, torch.Tensor)]
+        vals = _host_floats([self.sums[k] for k in names] + [losses[i] for i in pending])
+        self.sums = dict(zip(names, vals[: len(names)]))
+        for i, v in zip(pending, vals[len(names) :]):
+            losses[i] = v
+
     def log_update(
         self,
         loss: float,  # this update's total loss
@@ -439,7 +526,8 @@ class TrainState:
         "Count one update: its total loss and a digest of the item ids of each loader's batch."
         self.updates += 1
         self.step += 1
-        self.step_log["loss"].append(float(loss))
+        # kept on the device (a 0-d tensor) until a checkpoint reads the log: no sync per update
+        self.step_log["loss"].append(loss.detach() if isinstance(loss, torch.Tensor) else float(loss))
         self.step_log["ids"].append(
             hashlib.blake2b(
                 b"|".join(v.numpy().astype(np.int64).tobytes() for v in ids.values()), digest_size=8
@@ -497,6 +585,17 @@ def _read_meta(path: Path) -> dict | None:
     return meta if ok and "/" not in meta["path"] else None
 
 
+def _listed(ckpt_dir: Path) -> list:
+    """`(path, sha256)` of the checkpoints whose sidecar is readable and names them with their
+    size in bytes, newest first (no hashing: what retention needs)."""
+    out = []
+    for p in sorted(ckpt_dir.glob("ckpt-*.pt"), reverse=True):
+        meta = _read_meta(p.with_suffix(".json"))
+        if meta is not None and meta["path"] == p.name and meta.get("bytes") == p.stat().st_size:
+            out.append((p, meta["sha256"]))
+    return out
+
+
 def _verified(ckpt_dir: Path) -> list:
     """`(path, sha256)` of the checkpoints whose sidecar is readable and whose file's bytes match
     it, newest first."""
@@ -533,7 +632,9 @@ def save_checkpoint(
     }
     atomic_write_json(path.with_suffix(".json"), meta)
     atomic_write_json(ckpt_dir / "latest.json", meta)
-    for old, _ in [v for v in _verified(ckpt_dir) if v[0] != path][keep - 1 :]:
+    # retention trusts the sidecars (each written from the bytes it describes) and the sizes: no
+    # re-reading and re-hashing every kept checkpoint at each save; loading verifies in full
+    for old, _ in [v for v in _listed(ckpt_dir) if v[0] != path][keep - 1 :]:
         # a kill between leaves a
         old.unlink(missing_ok=True)
         old.with_suffix(".json").unlink(missing_ok=True)
@@ -944,7 +1045,7 @@ class Checkpointer:
         the file on rank 0."""
         if self.folder is None:
             return None
-        if not all(torch.isfinite(p).all() for p in state.model.parameters()):
+        if not _all_finite(state.model.parameters()):
             raise NonFiniteError(
                 f"non-finite weights after update {state.updates}; no checkpoint written",
                 update=state.updates,
@@ -1055,8 +1156,9 @@ def views_loss(
     o1, o2 = model(views(x)), model(views(x))
     p = Projections(o1[1], o2[1], y, (o1[2], o2[2]) if len(o1) > 2 else None, y, epoch)
     if world > 1:
-        p.z1, p.z2 = gather_with_grad(p.z1), gather_with_grad(p.z2)
-        p.labels = gather_with_grad(y.float()).long() if y is not None else None
+        # the samplers give every rank the same batch size: no size collectives in the gathers
+        p.z1, p.z2 = gather_with_grad(p.z1, True), gather_with_grad(p.z2, True)
+        p.labels = gather_with_grad(y.float(), True).long() if y is not None else None
     for h in hooks:
         h.before_terms(p, terms)
     parts = {}
@@ -1094,6 +1196,8 @@ class Step:
     rng_before: torch.Tensor | None = None  # torch's CPU RNG state before the views were drawn
     total: torch.Tensor | None = None  # weighted total loss, once computed
     parts: dict = field(default_factory=dict)  # term name → loss value, once computed
+    # device-side test results of this update (`FiniteChecks`), read later in one transfer
+    checks: dict = field(default_factory=dict)
 
     @property
     def ids(self) -> dict:
@@ -1170,6 +1274,13 @@ class Hook:
         "Event hook; the base does nothing."
         pass
 
+    def before_save(
+        self,
+        run,  # the `Run` being trained (state, model, terms, loaders, …)
+    ):
+        "Event hook (a checkpoint is about to be written); the base does nothing."
+        pass
+
     def after_epoch(
         self,
         run,  # the `Run` being trained (state, model, terms, loaders, …)
@@ -1214,75 +1325,125 @@ def _blame_terms(run, step: Step) -> list:
 
 class FiniteChecks(Hook):
     """Raise `NonFiniteError` on a non-finite input, loss, gradient or weight, naming the update,
-    term and items."""
+    term and items. The tests run on the device; their results are read in one transfer every
+    `every` updates, before every checkpoint and at every epoch end (no host sync per update)."""
+
+    def __init__(
+        self,
+        every: int = 16,  # read the device-side results every this many updates (1: each update)
+    ):
+        self.every, self.pending = check_int("every", every, 1), []
+
+    def before_fit(
+        self,
+        run,  # the `Run` being trained (state, model, terms, loaders, …)
+    ):
+        "Start with nothing pending (a resumed run continues from a checked checkpoint)."
+        self.pending = []
 
     def before_forward(
         self,
         run,  # the `Run` being trained (state, model, terms, loaders, …)
         step,  # the update in progress
     ):
-        "Check the batch inputs are finite before the forward pass."
-        for b in step.batches:
-            bad_items = ~torch.isfinite(b.x.flatten(1)).all(1)
-            if bad_items.any():
-                raise NonFiniteError(
-                    f"non-finite values in the input of {b.loader} item(s) "
-                    f"{b.ids[bad_items.cpu()].tolist()} {step.where}",
-                    step.update,
-                    step.ids,
-                )
+        "Mark, on the device, each batch's items with a non-finite input value."
+        step.checks["inputs"] = [~torch.isfinite(b.x.flatten(1)).all(1) for b in step.batches]
 
     def after_loss(
         self,
         run,  # the `Run` being trained (state, model, terms, loaders, …)
         step,  # the update in progress
     ):
-        "Check every loss term is finite; raise naming the term otherwise."
-        for name, v in step.parts.items():
-            if not torch.isfinite(v):
-                raise NonFiniteError(
-                    f"loss term '{name}' is {v.item()} {step.where}; batch: {_ids_text(step.ids)}; "
-                    f"the last good checkpoint is kept in {run.checkpointer.folder}",
-                    step.update,
-                    step.ids,
-                    name,
-                )
+        "Keep every loss term's value (on the device) for the next read."
+        step.checks["parts"] = torch.stack([v.detach().float() for v in step.parts.values()])
 
     def after_backward(
         self,
         run,  # the `Run` being trained (state, model, terms, loaders, …)
         step,  # the update in progress
     ):
-        "Check the gradients are finite; name the term(s) that made them non-finite."
-        model = run.state.model
-        bad = [
-            n
-            for n, p in model.named_parameters()
-            if p.grad is not None and not torch.isfinite(p.grad).all()
-        ]
-        if bad:
-            culprits = _blame_terms(run, step)
-            raise NonFiniteError(
-                f"non-finite gradient in {bad[:3]} {step.where}, from loss term(s) {culprits};"
-                f" batch: {_ids_text(step.ids)}; the last good checkpoint is kept in"
-                f" {run.checkpointer.folder}",
-                step.update,
-                step.ids,
-                ",".join(culprits),
-            )
+        """Fuse this update's tests into one device vector (bad inputs per batch, the loss terms,
+        the largest |gradient|); read the pending ones when `every` are due."""
+        grads = [p.grad for p in run.state.model.parameters() if p.grad is not None]
+        # max |g| stays finite for finite gradients (a norm could overflow); NaN propagates
+        g = torch.stack(torch._foreach_norm(grads, math.inf)).max().reshape(1).float()
+        bad_in = [m.sum().reshape(1).float() for m in step.checks["inputs"]]
+        self.pending.append((step, torch.cat([*bad_in, step.checks["parts"], g])))
+        if len(self.pending) >= self.every:
+            self.settle(run, stepped=False)
+
+    def before_save(
+        self,
+        run,  # the `Run` being trained (state, model, terms, loaders, …)
+    ):
+        "Read the pending results before a checkpoint is written (never a non-finite checkpoint)."
+        self.settle(run)
+
+    def settle(
+        self,
+        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        stepped: bool = True,  # whether the optimiser already applied the newest pending update
+    ):
+        "Read every pending result in one transfer; raise naming the first bad update."
+        if not self.pending:
+            return
+        pending, self.pending = self.pending, []
+        values = torch.cat([v for _, v in pending]).tolist()  # the one host read
+        at = 0
+        for k, (step, v) in enumerate(pending):
+            vals, at = values[at : at + len(v)], at + len(v)
+            if all(map(math.isfinite, vals)) and not any(vals[: len(step.batches)]):
+                continue
+            newest = k == len(pending) - 1 and not stepped
+            _raise_non_finite(run, step, vals, newest)
 
     def after_epoch(
         self,
         run,  # the `Run` being trained (state, model, terms, loaders, …)
         record,  # this epoch's record (losses, metrics); hooks may add keys
     ):
-        "Add this epoch's finite-check counts to the record."
-        if run.checkpointer.folder is None and not all(
-            torch.isfinite(p).all() for p in run.state.model.parameters()
-        ):
+        "Read the pending results; without checkpoints, also test the weights (one read)."
+        self.settle(run)
+        if run.checkpointer.folder is None and not _all_finite(run.state.model.parameters()):
             raise NonFiniteError(
                 f"non-finite weights after epoch {record['epoch']}", update=run.state.updates
             )
+
+
+def _raise_non_finite(run, step: Step, vals: list, newest: bool):
+    """Raise `NonFiniteError` for `step` from its read test values (bad inputs per batch, terms,
+    max |gradient|), naming the items, the term, or the gradient's term(s)."""
+    nb, names = len(step.batches), list(step.parts)
+    kept = f"the last good checkpoint is kept in {run.checkpointer.folder}"
+    for b, m, n_bad in zip(step.batches, step.checks["inputs"], vals[:nb]):
+        if n_bad:
+            raise NonFiniteError(
+                f"non-finite values in the input of {b.loader} item(s) "
+                f"{b.ids[m.cpu()].tolist()} {step.where}",
+                step.update,
+                step.ids,
+            )
+    for name, v in zip(names, vals[nb : nb + len(names)]):
+        if not math.isfinite(v):
+            raise NonFiniteError(
+                f"loss term '{name}' is {v} {step.where}; batch: {_ids_text(step.ids)}; {kept}",
+                step.update,
+                step.ids,
+                name,
+            )
+    if newest:  # the weights are still those of this update: recompute each term's gradient
+        culprits, how = _blame_terms(run, step), "from loss term(s)"
+    else:
+        culprits = [t.name for b in step.batches for t in b.terms]
+        how = ("from one of the loss terms (read after the update; FiniteChecks(every=1) names"
+               " the term)")
+    raise NonFiniteError(
+        f"non-finite gradient {step.where}, {how} {culprits}; batch: {_ids_text(step.ids)}; {kept}",
+        step.update,
+        step.ids,
+        ",".join(culprits),
+    )
+
 
 # %% ../nbs/05_train.ipynb #1e495d74
 class FlopCounter(Hook):
@@ -1322,8 +1483,11 @@ class FlopCounter(Hook):
 class Progress(Hook):
     "A progress bar per epoch (rank 0), with the current loss terms."
 
-    def __init__(self):
-        self.bar = None
+    def __init__(
+        self,
+        every: int = 16,  # show the loss terms every this many updates (a read from the device)
+    ):
+        self.bar, self.every = None, check_int("every", every, 1)
 
     def before_epoch(
         self,
@@ -1352,7 +1516,10 @@ class Progress(Hook):
     ):
         "Advance the bar and show the running loss."
         self.bar.update(1)
-        self.bar.set_postfix({k: f"{v.item():.3f}" for k, v in step.parts.items()})
+        if self.bar.disable or step.update % self.every:
+            return
+        vals = torch.stack([v.detach().float() for v in step.parts.values()]).tolist()
+        self.bar.set_postfix({k: f"{v:.3f}" for k, v in zip(step.parts, vals)})
 
     def after_epoch(
         self,
@@ -1419,11 +1586,12 @@ class StopOnSignal(Hook):
     def __init__(
         self,
         enabled: bool = True,  # install the SIGTERM/SIGUSR1 handlers
+        every: int = 16,  # under `torchrun`, agree on a signal every this many updates
     ):
         import threading
 
         self.enabled = enabled and threading.current_thread() is threading.main_thread()
-        self.code, self._old = 0, {}
+        self.code, self._old, self.every = 0, {}, check_int("every", every, 1)
 
     def _handler(self, signum, frame):
         self.code = max(self.code, 1 + [getattr(signal, n) for n in _SIGNALS].index(signum))
@@ -1449,9 +1617,14 @@ class StopOnSignal(Hook):
     def check(
         self,
         run,  # the `Run` being trained (state, model, terms, loaders, …)
+        force: bool = False,  # under `torchrun`: agree now, not only every `every` updates
     ) -> str | None:  # the signal's name, or None
-        "The signal received by any rank (None if none); a collective call under `torchrun`."
+        """The signal received by any rank (None if none). Under `torchrun` the ranks agree by a
+        collective every `every` updates (and when `force`d, at epoch ends): one read per
+        `every` updates instead of one per update."""
         code = self.code
+        if run.world > 1 and not force and run.state.updates % self.every:
+            return None  # every rank skips the same updates: the collectives stay matched
         if run.world > 1:
             t = torch.tensor([code], device=run.device if dist.get_backend() == "nccl" else "cpu")
             dist.all_reduce(t, op=dist.ReduceOp.MAX)
@@ -1473,6 +1646,59 @@ class _WithIndex(torch.utils.data.Dataset):
         return x, y, i
 
 
+class DeviceBatches:
+    """Batches of an in-memory `TensorImageDataset` (no transform) indexed on the device: the
+    images live there (as uint8 when that is exact: a quarter of the memory), no DataLoader,
+    no per-item Python; the same `(x, y, ids)` batches a DataLoader would give."""
+
+    def __init__(
+        self,
+        ds,  # a `TensorImageDataset` without a transform
+        batch_sampler,  # yields index batches (e.g. `EpochBatchSampler`)
+        device: torch.device,  # where the images are kept and indexed
+    ):
+        imgs = ds.images
+        u8 = (imgs * 255).round().clamp(0, 255).to(torch.uint8)
+        self.as_u8 = bool(torch.equal(u8.float() / 255, imgs))  # exact: the same floats back
+        self.images = (u8 if self.as_u8 else imgs).to(device)
+        self.targets = torch.as_tensor(ds.targets, dtype=torch.int64).to(device)
+        self.batch_sampler, self.device = batch_sampler, device
+
+    def __len__(self):
+        return len(self.batch_sampler)
+
+    def __iter__(self):
+        pin = self.device.type == "cuda"
+        for idx in self.batch_sampler:
+            ids = torch.as_tensor(idx, dtype=torch.int64)
+            i = (ids.pin_memory() if pin else ids).to(self.device, non_blocking=True)
+            x = self.images[i]
+            yield (x.float() / 255 if self.as_u8 else x), self.targets[i], ids
+
+
+def _in_memory(ds) -> bool:
+    "Whether `ds` can be indexed on the device as a whole (`DeviceBatches`)."
+    return isinstance(ds, TensorImageDataset) and ds.transform is None
+
+
+def _loader(ds, batch_sampler, num_workers: int, device: torch.device, seed: int):
+    """`DeviceBatches` for an in-memory dataset; otherwise a DataLoader, whose workers on CUDA
+    persist across epochs, pin memory and prefetch."""
+    if _in_memory(ds) and num_workers == 0:
+        return DeviceBatches(ds, batch_sampler, device)
+    cuda = device.type == "cuda"
+    return DataLoader(
+        _WithIndex(ds),
+        batch_sampler=batch_sampler,
+        num_workers=num_workers,
+        pin_memory=cuda,
+        persistent_workers=num_workers > 0,
+        prefetch_factor=4 if num_workers > 0 else None,
+        # loaders draw worker seeds from here, not the global RNG
+        generator=torch.Generator().manual_seed(seed),
+    )
+
+
 class TwoLoaders:
     """The main loader (an `EpochBatchSampler` per rank) and the cycled labeled loader of a run, on
     one device."""
@@ -1491,25 +1717,12 @@ class TwoLoaders:
     ):
         self.device, self.labeled_sampler = device, labeled_sampler
         self.unl_sampler = EpochBatchSampler(len(unlabeled), batch_size, seed, rank, world)
-        # loaders draw worker seeds from here, not the global RNG
-        gen = lambda: torch.Generator().manual_seed(seed)
-        self.unl = DataLoader(
-            _WithIndex(unlabeled),
-            batch_sampler=self.unl_sampler,
-            num_workers=num_workers,
-            pin_memory=device.type == "cuda",
-            generator=gen(),
-        )
+        self.unl = _loader(unlabeled, self.unl_sampler, num_workers, device, seed)
         if world > 1 and hasattr(labeled_sampler, "rank"):
             # each rank draws its own labeled batches (gathered for the loss)
             labeled_sampler.rank = rank
         self.lab = (
-            DataLoader(
-                _WithIndex(labeled),
-                batch_sampler=labeled_sampler,
-                num_workers=num_workers,
-                generator=gen(),
-            )
+            _loader(labeled, labeled_sampler, num_workers, device, seed)
             if labeled is not None
             else None
         )
@@ -1628,7 +1841,8 @@ def _train_step(run: Run, epoch: int, index: int, terms: dict) -> Step:
     st.labeled_batches += sum(b.loader == "labeled" for b in step.batches)
     run.fire("before_forward", step)
     total = 0.0
-    with torch.autocast(run.device.type, dtype=torch.bfloat16, enabled=run.amp):
+    # the losses' own host-side input checks are off: `FiniteChecks` tests on the device instead
+    with torch.autocast(run.device.type, dtype=torch.bfloat16, enabled=run.amp), trusted_inputs():
         for b in step.batches:
             try:
                 loss, parts = views_loss(
@@ -1654,8 +1868,8 @@ def _train_step(run: Run, epoch: int, index: int, terms: dict) -> Step:
         nn.utils.clip_grad_norm_(st.model.parameters(), run.max_grad_norm)
     st.optimizer.step()
     st.scheduler.step()
-    for name, v in step.parts.items():
-        st.sums[name] += v.item()
+    for name, v in step.parts.items():  # float64 on the device: the same sums as host floats
+        st.sums[name] = st.sums[name] + v.detach().double()
     st.log_update(total.detach(), step.ids)
     run.fire("after_update", step)
     return step
@@ -1677,7 +1891,7 @@ def _train_epoch(run: Run, epoch: int):
         signame = run.signals.check(run)
         if index + 1 == n:
             break
-        saved = run.checkpointer.save(st) if (signame or run.checkpointer.due(st.updates)) else None
+        saved = _save(run) if (signame or run.checkpointer.due(st.updates)) else None
         if signame:
             raise Preempted(
                 f"{signame} received: stopped after update {st.updates} (epoch {epoch + 1}, step"
@@ -1694,6 +1908,7 @@ def _end_epoch(run: Run, epoch: int, signame: str | None):
     """The epoch's record (hooks add to it), the history file, the epoch checkpoint; stop here on a
     signal."""
     st, n = run.state, run.loaders.steps_per_epoch
+    st.settle()
     record = {
         "epoch": epoch + 1,
         "updates": st.updates,
@@ -1709,9 +1924,9 @@ def _end_epoch(run: Run, epoch: int, signame: str | None):
     if run.checkpointer.folder is not None and st.rank == 0:
         atomic_write_json(run.run_dir / "history.json", st.history)
     st.epoch, st.step = epoch + 1, 0
-    saved = run.checkpointer.save(st)
+    saved = _save(run)
     run.fire("after_step")
-    signame = signame or run.signals.check(run)
+    signame = signame or run.signals.check(run, force=True)
     if signame and epoch + 1 < run.epochs:
         raise Preempted(
             f"{signame} received: stopped after epoch {epoch + 1} (update {st.updates}); "
@@ -1720,6 +1935,14 @@ def _end_epoch(run: Run, epoch: int, signame: str | None):
             signame,
             saved,
         )
+
+
+def _save(run: Run):
+    "Let the hooks settle what they keep on the device, then write a checkpoint (if any is kept)."
+    if run.checkpointer.folder is not None:
+        run.fire("before_save")
+    return run.checkpointer.save(run.state)
+
 
 # %% ../nbs/05_train.ipynb #50274d54
 def train_loop(
@@ -1844,9 +2067,9 @@ def _validate_inputs(model, views, unlabeled, labeled, labeled_sampler, terms, b
         _preflight(model, views, labeled, "labeled", dev)
 
 # %% ../nbs/05_train.ipynb #18c1cd6b
-def _default_hooks(eval_fn, eval_every, progress, on_step, hooks) -> list:
+def _default_hooks(eval_fn, eval_every, progress, on_step, hooks, check_every=16) -> list:
     "The hooks `fit`'s arguments ask for, then the caller's own."
-    out = [FiniteChecks(), FlopCounter()] + ([Progress()] if progress else [])
+    out = [FiniteChecks(check_every), FlopCounter()] + ([Progress(check_every)] if progress else [])
     out += [Evaluation(eval_fn, eval_every)] if eval_fn is not None else []
     out += list(hooks or [])
     for h in out:
@@ -1863,10 +2086,82 @@ def _world() -> tuple:
 def _wrap(model, dev, world):
     if world == 1:
         return model
-    net = nn.SyncBatchNorm.convert_sync_batchnorm(model) if dev.type == "cuda" else model
+    cuda = dev.type == "cuda"
+    net = nn.SyncBatchNorm.convert_sync_batchnorm(model) if cuda else model
+    # SyncBatchNorm already agrees on the statistics: no buffer broadcast before every forward
     return nn.parallel.DistributedDataParallel(
-        net, device_ids=[dev.index] if dev.type == "cuda" else None
+        net, device_ids=[dev.index] if cuda else None, broadcast_buffers=not cuda
     )
+
+# %% ../nbs/05_train.ipynb #96e50178
+@dataclass
+class RuntimeOptions:
+    """How `fit` runs on its device. None of these changes what is computed, except `tf32`
+    (float32 matrix products in TF32 on CUDA) and `compile` (fused kernels round differently);
+    `None` means on for CUDA, off on the CPU."""
+
+    channels_last: bool | None = None  # the model's weights in NHWC (faster convolutions on GPUs)
+    cudnn_benchmark: bool | None = None  # let cuDNN time and pick its convolution algorithms
+    tf32: bool | None = None  # TF32 for float32 matrix products and convolutions (CUDA)
+    # `torch.compile` the model: True (inductor) or a backend's name; the losses stay eager
+    compile: bool | str = False
+    # deterministic algorithms (`torch.use_deterministic_algorithms`), cuDNN deterministic and no
+    # benchmark: the same run gives the same bits on the same CUDA machine, at some speed
+    deterministic: bool = False
+    check_every: int = 16  # read `FiniteChecks`' device-side results every this many updates
+
+    def __post_init__(self):
+        check_int("check_every", self.check_every, 1)
+        if not isinstance(self.compile, (bool, str)):
+            raise ValueError(
+                f"`compile` must be True, False or a torch.compile backend's name; got"
+                f" {self.compile!r}"
+            )
+
+    def resolved(
+        self,
+        device: torch.device,  # the training device
+    ) -> dict:  # every option as a bool (or the backend's name)
+        "The options with `None` decided for `device` (on for CUDA, off on the CPU)."
+        cuda = device.type == "cuda"
+        pick = lambda v: cuda if v is None else bool(v)
+        return {
+            "channels_last": pick(self.channels_last),
+            "cudnn_benchmark": pick(self.cudnn_benchmark) and not self.deterministic,
+            "tf32": pick(self.tf32),
+            "compile": "inductor" if self.compile is True else (self.compile or None),
+            "deterministic": self.deterministic,
+        }
+
+
+@contextlib.contextmanager
+def _backend_flags(
+    opts: dict,  # `RuntimeOptions.resolved`
+):
+    "Set torch's global backend flags for the run; restore the caller's afterwards."
+    cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
+    saved = (cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32, matmul.allow_tf32,
+             torch.are_deterministic_algorithms_enabled())
+    try:
+        cudnn.benchmark, cudnn.allow_tf32 = opts["cudnn_benchmark"], opts["tf32"]
+        matmul.allow_tf32 = opts["tf32"]
+        if opts["deterministic"]:
+            # cuBLAS needs this before its first handle to be deterministic
+            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+            cudnn.deterministic = True
+            torch.use_deterministic_algorithms(True)
+        yield
+    finally:
+        (cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32, matmul.allow_tf32) = saved[:4]
+        torch.use_deterministic_algorithms(saved[4])
+
+
+def _runtime_model(model: nn.Module, opts: dict):
+    "The module `fit` calls: channels-last weights, compiled when asked (the state stays `model`)."
+    if opts["channels_last"]:
+        model = model.to(memory_format=torch.channels_last)
+    return torch.compile(model, backend=opts["compile"]) if opts["compile"] else model
+
 
 # %% ../nbs/05_train.ipynb #2b4f561e
 def fit(
@@ -1902,13 +2197,17 @@ def fit(
     hooks: list | None = None,  # extra `Hook`s (e.g. `strata.LabelCorrection`)
     # resume although the data changed: True, or loader names ({'labeled'})
     allow_data_change=False,
+    runtime: RuntimeOptions | None = None,  # device settings (channels-last, TF32, compile, …)
 ) -> list:  # history: one record per epoch
     "Train `model` on `unlabeled` (+ `labeled`) with `terms`; returns the per-epoch history."
     check_int("epochs", epochs, 1)
     check_int("batch_size", batch_size, 1)
     check_int("warmup_epochs", warmup_epochs, 0)
     terms = _check_terms(terms, unlabeled, labeled, labeled_sampler, model)
-    hooks = _default_hooks(eval_fn, eval_every, progress, on_step, hooks)
+    runtime = RuntimeOptions() if runtime is None else runtime
+    if not isinstance(runtime, RuntimeOptions):
+        raise ValueError(f"`runtime` must be a RuntimeOptions; got {type(runtime).__name__}")
+    hooks = _default_hooks(eval_fn, eval_every, progress, on_step, hooks, runtime.check_every)
     checkpointer_args = (run_dir, checkpoint_every, keep_checkpoints)
     # its arguments, checked before any work
     Checkpointer(*checkpointer_args, allow_data_change=allow_data_change)
@@ -1942,12 +2241,14 @@ def fit(
     checkpointer.resume(state)
     loaders.position_labeled(state.labeled_batches)
     signals = StopOnSignal(handle_signals)
+    opts = runtime.resolved(dev)
     run = Run(
-        state, _wrap(model, dev, world), views, terms, loaders, checkpointer, [signals] + hooks,
+        state, _wrap(_runtime_model(model, opts), dev, world), views, terms, loaders, checkpointer, [signals] + hooks,
         signals, dev, world, epochs, Path(run_dir) if run_dir is not None else None, use_amp,
         max_grad_norm
     )
-    return train_loop(run, stop_after_epoch)
+    with _backend_flags(opts):
+        return train_loop(run, stop_after_epoch)
 
 # %% ../nbs/05_train.ipynb #d65eb640
 def fit_epochs(

@@ -23,7 +23,8 @@ def _worker(rank, world, port, z1, z2, y, out):
         n = z1.shape[0] // world
         sl = slice(rank * n, (rank + 1) * n)
         a = z1[sl].clone().requires_grad_(True); b = z2[sl].clone().requires_grad_(True)
-        g1, g2 = gather_with_grad(a), gather_with_grad(b)
+        # the size-checked gather and the engine's (sizes known equal: no size collectives) agree
+        g1, g2 = gather_with_grad(a), gather_with_grad(b, equal_sizes=True)
         yy = gather_with_grad(y[sl].float()).long()
         loss = nt_xent(g1, g2, 0.5) + suncet(torch.cat([g1, g2]), torch.cat([yy, yy]), 0.1)
         loss.backward()
