@@ -9,7 +9,7 @@ buffer bit for bit. Writes JSON to `--out` (default `nbs/results/bench_step/cuda
 """
 from __future__ import annotations
 
-import argparse, datetime, json, tempfile, warnings
+import argparse, datetime, json, os, tempfile, warnings
 from pathlib import Path
 
 import torch
@@ -53,7 +53,8 @@ def main(argv=None):
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     out = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "checks": {}}
+           "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+           "commit": os.environ.get("CNB_COMMIT"), "checks": {}}
     for name, rt in {"default (TF32, cudnn.benchmark, channels-last)": RuntimeOptions(),
                      "deterministic=True": RuntimeOptions(deterministic=True),
                      "compile=True": RuntimeOptions(compile=True)}.items():
