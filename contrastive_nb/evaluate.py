@@ -522,7 +522,7 @@ def ap_by_bin(
         })
     return pd.DataFrame(rows)
 
-# %% ../nbs/07_evaluate.ipynb #a08974bd
+# %% ../nbs/07_evaluate.ipynb #87f7f805
 # fewer pairs than this: no bootstrap interval (its coverage at n = 5 is about 0.84, not 0.95)
 BOOT_MIN_PAIRS = 10
 
@@ -544,7 +544,7 @@ def t_interval(
     half = np.where(ok, q * sd / np.sqrt(np.where(ok, n, 1)), np.nan)
     return diff - half, diff + half
 
-# %% ../nbs/07_evaluate.ipynb #32507a16
+# %% ../nbs/07_evaluate.ipynb #aa61f5a8
 def min_detectable_effect(
     sd: float,  # sample sd (ddof 1) of the paired differences
     n: int,  # number of pairs
@@ -572,7 +572,7 @@ def min_detectable_effect(
         hi *= 2
     return float(optimize.brentq(gap, 0.0, hi, xtol=1e-12)) * sd / math.sqrt(int(n))
 
-# %% ../nbs/07_evaluate.ipynb #f4ac1097
+# %% ../nbs/07_evaluate.ipynb #e78b6c32
 def t_summary(
     n: int,  # number of pairs
     diff: float,  # mean paired difference
@@ -594,7 +594,7 @@ def t_summary(
     mde = min_detectable_effect(sd, n, 1 - confidence, power) if n >= 2 else math.nan
     return {"t_low": lo, "t_high": hi, "p": p, "mde": mde}
 
-# %% ../nbs/07_evaluate.ipynb #1608eb68
+# %% ../nbs/07_evaluate.ipynb #cdd4063f
 def holm(
     p,  # p-values of one family of tests (NaN: no test, left out of the family)
 ) -> np.ndarray:  # Holm-adjusted p-values, same order (NaN where `p` is NaN)
@@ -614,7 +614,7 @@ def holm(
     out[ok] = adj
     return out
 
-# %% ../nbs/07_evaluate.ipynb #a6e1afb0
+# %% ../nbs/07_evaluate.ipynb #66954dc4
 def _effect(x: float) -> str:
     "An effect size for prose: 3 significant digits, no trailing zeros."
     return f"{x:.3g}"
@@ -646,7 +646,7 @@ def claim_verdicts(
         positive if u else negative if d
         else "not distinguishable here: fewer than 2 pairs, no test" if not n >= 2
         else f"not distinguishable here: effects larger than {_effect(m)} are ruled out"
-        if abs(x) < m
+        if abs(x) < m or x == m == 0
         else f"not distinguishable here after Holm's adjustment over {tests} comparisons (p"
         f" {_effect(p)}, Holm p {_effect(q)})"
         for u, d, n, m, x, p, q in zip(
