@@ -92,8 +92,7 @@ def cless(claims: pd.DataFrame) -> pd.DataFrame:
             assert len(diffs) == n and math.isclose(diffs.std(ddof=1), sd, rel_tol=1e-9), r.claim
             checked += 1
     assert checked, "no zero-shot row could be checked against results.parquet"
-    out = _finish(claims, rows)
-    return out[[c for c in out.columns if c != "verdict"] + ["verdict"]]
+    return _finish(claims, rows)
 
 
 def _short(verdicts: pd.Series) -> pd.Series:
@@ -101,13 +100,11 @@ def _short(verdicts: pd.Series) -> pd.Series:
     return verdicts.str.replace(r"(:| after).*", "", regex=True)
 
 
-def _record(folder: Path, how: str, claims: pd.DataFrame, write: bool):
+def _record(folder: Path, how: str, claims: pd.DataFrame, write: bool, commit: str | None):
     "Recount the verdicts in metrics.json and note the rewrite in provenance.json."
     mpath, ppath = folder / "metrics.json", folder / "provenance.json"
     m, prov = json.loads(mpath.read_text()), json.loads(ppath.read_text())
     m["verdicts"] = _short(claims["verdict"]).value_counts().to_dict()
-    commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip() or None
     prov["statistics_rewritten"] = {
         "by": "docs/claims_stats.py", "commit": commit, "date": _dt.date.today().isoformat(),
         "files": ["claims.parquet", "metrics.json (verdicts only)"], "how": how,
@@ -148,6 +145,9 @@ def sweep_provenance(write: bool) -> dict:
 
 
 def main(write: bool):
+    # the code that rewrites, described before anything is written
+    commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip() or None
     jobs = {
         "csslm_fewshot": (csslm, "recomputed from the per-split scores in results.parquet (section table2)"),
         "cless_longtail": (cless, "sd of each row recovered from its saved 95% t interval; p, mde from (n, diff, sd);"
@@ -159,7 +159,7 @@ def main(write: bool):
         new = fn(old)
         if write:
             atomic_write_parquet(folder / "claims.parquet", new)
-        _record(folder, how, new, write)
+        _record(folder, how, new, write, commit)
         changed = (old["verdict"] != _short(new["verdict"])).sum()
         print(f"{name}: {len(new)} rows, {int((new.p < 0.05).sum())} with p < 0.05, "
               f"{int((new.p_holm < 0.05).sum())} with Holm p < 0.05; verdicts "
