@@ -27,9 +27,10 @@ from contrastive_nb.core import (
 from .train import fit_epochs
 
 # %% auto #0
-__all__ = ['compute_embeddings', 'embedding_table', 'table_embeddings', 'save_embedding_table', 'load_embedding_table',
-           'knn_predict', 'knn_accuracy', 'topk_accuracy', 'linear_probe', 'fine_tune', 'ap_scores', 'frequency_bins',
-           'ap_by_bin', 'paired_difference', 'paired_table']
+__all__ = ['BOOT_MIN_PAIRS', 'compute_embeddings', 'embedding_table', 'table_embeddings', 'save_embedding_table',
+           'load_embedding_table', 'knn_predict', 'knn_accuracy', 'topk_accuracy', 'linear_probe', 'fine_tune',
+           'ap_scores', 'frequency_bins', 'ap_by_bin', 't_interval', 'min_detectable_effect', 't_summary', 'holm',
+           'claim_verdicts', 'paired_difference', 'paired_table']
 
 # %% ../nbs/07_evaluate.ipynb #08d9c7ae
 def compute_embeddings(
@@ -521,17 +522,149 @@ def ap_by_bin(
         })
     return pd.DataFrame(rows)
 
+# %% ../nbs/07_evaluate.ipynb #87f7f805
+# fewer pairs than this: no bootstrap interval (its coverage at n = 5 is about 0.84, not 0.95)
+BOOT_MIN_PAIRS = 10
+
+
+def t_interval(
+    n,  # number of pairs (scalar or array)
+    diff,  # mean paired difference (scalar or array)
+    sd,  # sample sd (ddof 1) of the paired differences (scalar or array)
+    confidence: float = 0.95,  # two-sided coverage
+) -> tuple:  # (low, high), arrays broadcast from the inputs (NaN where n < 2)
+    """Student-t interval `diff ± t(1 − α/2, n − 1)·sd/√n` of a mean paired difference,
+    vectorised; NaN below 2 pairs, `[diff, diff]` at sd = 0."""
+    from scipy import stats
+
+    check_range("confidence", confidence, 0, 1, low_inclusive=False, high_inclusive=False)
+    n, diff, sd = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (n, diff, sd)))
+    ok = n >= 2
+    q = stats.t.ppf(0.5 + confidence / 2, np.where(ok, n - 1, 1))
+    half = np.where(ok, q * sd / np.sqrt(np.where(ok, n, 1)), np.nan)
+    return diff - half, diff + half
+
+# %% ../nbs/07_evaluate.ipynb #aa61f5a8
+def min_detectable_effect(
+    sd: float,  # sample sd (ddof 1) of the paired differences
+    n: int,  # number of pairs
+    alpha: float = 0.05,  # two-sided level of the test
+    power: float = 0.8,  # probability of detecting an effect of that size
+) -> float:  # smallest |mean difference| detected with `power` (NaN: n < 2; 0: sd = 0)
+    """Minimum detectable effect of a two-sided paired t-test: the δ whose noncentral-t power (df
+    n − 1, noncentrality δ√n/sd) at level `alpha` is `power`."""
+    from scipy import optimize, stats
+
+    check_range("alpha", alpha, 0, 1, low_inclusive=False, high_inclusive=False)
+    check_range("power", power, alpha, 1, low_inclusive=False, high_inclusive=False)
+    if not (n >= 2 and math.isfinite(sd)):
+        return math.nan
+    if sd == 0:
+        return 0.0
+    df = int(n) - 1
+    c = float(stats.t.ppf(1 - alpha / 2, df))
+    # power of the two-sided test at noncentrality nc, minus the target (scipy's nct gives NaN for
+    # the far lower tail at large nc, where it is 0)
+    low = lambda nc: np.nan_to_num(stats.nct.cdf(-c, df, nc), nan=0.0)
+    gap = lambda nc: stats.nct.sf(c, df, nc) + low(nc) - power
+    hi = c + 2.0
+    while gap(hi) < 0:
+        hi *= 2
+    return float(optimize.brentq(gap, 0.0, hi, xtol=1e-12)) * sd / math.sqrt(int(n))
+
+# %% ../nbs/07_evaluate.ipynb #e78b6c32
+def t_summary(
+    n: int,  # number of pairs
+    diff: float,  # mean paired difference
+    sd: float,  # sample sd (ddof 1) of the paired differences
+    confidence: float = 0.95,  # coverage of the interval; the test's level is 1 − confidence
+    power: float = 0.8,  # power at which the minimum detectable effect is stated
+) -> dict:  # {'t_low', 't_high', 'p', 'mde'}
+    """Student-t interval, two-sided paired t-test p-value and minimum detectable effect from a
+    mean difference's `n`, `diff` and `sd` (NaN below 2 pairs)."""
+    from scipy import stats
+
+    lo, hi = (float(v) for v in t_interval(n, diff, sd, confidence))
+    if not (n >= 2 and math.isfinite(sd)):
+        p = math.nan
+    elif sd == 0:
+        p = 1.0 if diff == 0 else 0.0
+    else:
+        p = float(2 * stats.t.sf(abs(diff) / (sd / math.sqrt(n)), int(n) - 1))
+    mde = min_detectable_effect(sd, n, 1 - confidence, power) if n >= 2 else math.nan
+    return {"t_low": lo, "t_high": hi, "p": p, "mde": mde}
+
+# %% ../nbs/07_evaluate.ipynb #cdd4063f
+def holm(
+    p,  # p-values of one family of tests (NaN: no test, left out of the family)
+) -> np.ndarray:  # Holm-adjusted p-values, same order (NaN where `p` is NaN)
+    """Holm's step-down adjustment: the k-th smallest of m p-values becomes
+    max over j ≤ k of min(1, (m − j + 1)·p₍ⱼ₎)."""
+    p = np.asarray(p, dtype=np.float64)
+    if p.ndim != 1:
+        raise ValueError(f"`p` must be a 1-D sequence of p-values; got shape {p.shape}")
+    ok = ~np.isnan(p)
+    if ((p[ok] < 0) | (p[ok] > 1)).any():
+        raise ValueError("`p` must hold p-values in [0, 1] (NaN: a comparison without a test)")
+    q, out = p[ok], np.full(len(p), np.nan)
+    m = len(q)
+    order = np.argsort(q, kind="stable")
+    adj = np.empty(m)
+    adj[order] = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * q[order]))
+    out[ok] = adj
+    return out
+
+# %% ../nbs/07_evaluate.ipynb #66954dc4
+def _effect(x: float) -> str:
+    "An effect size for prose: 3 significant digits, no trailing zeros."
+    return f"{x:.3g}"
+
+
+def claim_verdicts(
+    table: pd.DataFrame,  # one row per comparison: `n`, `diff`, `t_low`, `t_high`, `p`, `mde`
+    positive: str = "reproduced",  # wording when the claim (A beats B) holds
+    negative: str = "reversed",  # wording when A is significantly below B
+    alpha: float = 0.05,  # family-wise level of the Holm adjustment over the table's rows
+    claim: str = "claim",  # the column that receives the wording
+) -> pd.DataFrame:  # a copy of `table` with `p_holm`, `verdict` and `claim`
+    """Holm-adjusted p-values over the table and the verdict rule: `positive` needs p_holm < alpha
+    and the t interval above 0; otherwise the claim says what the data rule out (`mde`)."""
+    check_range("alpha", alpha, 0, 1, low_inclusive=False, high_inclusive=False)
+    missing = [c for c in ("n", "diff", "t_low", "t_high", "p", "mde") if c not in table.columns]
+    if missing:
+        raise ValueError(
+            f"`table` has no column(s) {missing}; it needs n, diff, t_low, t_high, p and mde"
+            " (t_summary)"
+        )
+    out = table.copy()
+    out["p_holm"] = holm(out["p"].to_numpy(dtype=np.float64))
+    sig = out["p_holm"].to_numpy() < alpha
+    up, down = sig & (out["t_low"].to_numpy() > 0), sig & (out["t_high"].to_numpy() < 0)
+    out["verdict"] = np.where(up, "higher", np.where(down, "lower", "not distinguishable here"))
+    tests = int(out["p"].notna().sum())
+    out[claim] = [
+        positive if u else negative if d
+        else "not distinguishable here: fewer than 2 pairs, no test" if not n >= 2
+        else f"not distinguishable here: effects larger than {_effect(m)} are ruled out"
+        if abs(x) < m or x == m == 0
+        else f"not distinguishable here after Holm's adjustment over {tests} comparisons (p"
+        f" {_effect(p)}, Holm p {_effect(q)})"
+        for u, d, n, m, x, p, q in zip(
+            up, down, out["n"], out["mde"], out["diff"], out["p"], out["p_holm"]
+        )
+    ]
+    return out
+
 # %% ../nbs/07_evaluate.ipynb #3d1466b9
 def paired_difference(
     a,  # metric of method A, one value per seed/split (1-D)
     b,  # metric of method B on the same seeds/splits, in the same order
-    confidence: float = 0.95,  # coverage of both intervals
-    n_resamples: int = 9999,  # bootstrap resamples
+    confidence: float = 0.95,  # coverage of the intervals; the test's level is 1 − confidence
+    n_resamples: int = 9999,  # bootstrap resamples (from `BOOT_MIN_PAIRS` pairs up)
     seed: int = 0,  # seed of the bootstrap's generator (the interval is reproducible)
-) -> dict:  # n, means, diff, sd, intervals, wins, verdict
-    """Mean paired difference `a − b` with a bootstrap (BCa) and a Student-t interval, and a
-    conservative verdict: `{'n', 'mean_a', 'mean_b', 'diff', 'sd', 'boot_low', 'boot_high',
-    't_low', 't_high', 'wins', 'verdict'}`."""
+) -> dict:  # n, means, diff, sd, t interval, p, mde, bootstrap interval, wins, verdict
+    """Mean paired difference `a − b`: Student-t interval, paired t-test `p`, `mde` (`t_summary`),
+    BCa interval from 10 pairs up (else NaN), wins and the single-test verdict."""
     from scipy import stats
     import warnings
 
@@ -553,52 +686,45 @@ def paired_difference(
         )
     d = a - b
     n, mean, sd = len(d), float(d.mean()), float(d.std(ddof=1))
-    if sd == 0:
-        lo_b = hi_b = lo_t = hi_t = mean
-    else:
-        half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
-        lo_t, hi_t = mean - half, mean + half
-        boot = lambda method: stats.bootstrap(
-            (d,), np.mean, n_resamples=n_resamples, confidence_level=confidence, method=method,
-            rng=np.random.default_rng(seed),
-        ).confidence_interval
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ci = boot("BCa")
-            if not (np.isfinite(ci.low) and np.isfinite(ci.high)):
-                ci = boot("percentile")
-        lo_b, hi_b = float(ci.low), float(ci.high)
-    if min(lo_b, lo_t) > 0:
-        verdict = "higher"
-    elif max(hi_b, hi_t) < 0:
-        verdict = "lower"
-    else:
-        verdict = "not distinguishable here"
+    t = t_summary(n, mean, sd, confidence)
+    lo_b = hi_b = math.nan
+    if n >= BOOT_MIN_PAIRS:
+        lo_b = hi_b = mean
+        if sd > 0:
+            boot = lambda method: stats.bootstrap(
+                (d,), np.mean, n_resamples=n_resamples, confidence_level=confidence,
+                method=method, rng=np.random.default_rng(seed),
+            ).confidence_interval
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ci = boot("BCa")
+                if not (np.isfinite(ci.low) and np.isfinite(ci.high)):
+                    ci = boot("percentile")
+            lo_b, hi_b = float(ci.low), float(ci.high)
+    sig = t["p"] < 1 - confidence
+    verdict = (
+        "higher" if sig and t["t_low"] > 0
+        else "lower" if sig and t["t_high"] < 0 else "not distinguishable here"
+    )
     return {
-        "n": n,
-        "mean_a": float(a.mean()),
-        "mean_b": float(b.mean()),
-        "diff": mean,
-        "sd": sd,
-        "boot_low": lo_b,
-        "boot_high": hi_b,
-        "t_low": lo_t,
-        "t_high": hi_t,
-        "wins": int((d > 0).sum()),
-        "verdict": verdict,
+        "n": n, "mean_a": float(a.mean()), "mean_b": float(b.mean()), "diff": mean, "sd": sd,
+        **t, "boot_low": lo_b, "boot_high": hi_b, "wins": int((d > 0).sum()), "verdict": verdict,
     }
 
 # %% ../nbs/07_evaluate.ipynb #f9be7b16
+_PAIRED_COLS = ("n", "diff", "sd", "t_low", "t_high", "p", "mde", "boot_low", "boot_high", "wins")
+
+
 def paired_table(
     results: pd.DataFrame,  # tidy results: one row per arm and pair
     metric: str,  # the column compared (higher is better)
     baseline: str,  # the arm every other arm is compared with
     arm: str = "arm",  # the column naming the method / arm
     pair="seed",  # column(s) that pair runs: the same seed (and split) in both arms
-    confidence: float = 0.95,  # coverage of the intervals
+    confidence: float = 0.95,  # coverage of the intervals; the tests' family-wise level is 1 − it
 ) -> pd.DataFrame:  # one row per arm
-    """Each arm's mean ± sd of `metric` and its paired difference to `baseline` with intervals (see
-    `paired_difference`)."""
+    """Each arm's mean ± sd of `metric` and its paired difference to `baseline`: t interval, p,
+    Holm-adjusted p over the arms, mde and verdict."""
     pair = [pair] if isinstance(pair, str) else list(pair)
     missing = [c for c in [arm, metric, *pair] if c not in results.columns]
     if missing:
@@ -632,24 +758,14 @@ def paired_table(
                 )
             if len(both) >= 2:
                 r = paired_difference(both[a].to_numpy(), both[baseline].to_numpy(), confidence)
-                row.update({
-                    k: r[k]
-                    for k in (
-                        "n",
-                        "diff",
-                        "boot_low",
-                        "boot_high",
-                        "t_low",
-                        "t_high",
-                        "wins",
-                        "verdict",
-                    )
-                })
+                row.update({k: r[k] for k in _PAIRED_COLS if k != "sd"}, sd_diff=r["sd"])
             else:
-                row.update(
-                    n=1,
-                    diff=float(both[a].iloc[0] - both[baseline].iloc[0]),
-                    verdict="one pair: no interval",
-                )
+                row.update(n=1, diff=float(both[a].iloc[0] - both[baseline].iloc[0]),
+                           t_low=math.nan, t_high=math.nan, p=math.nan, mde=math.nan)
         rows.append(row)
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    arms = out[arm] != baseline
+    out.loc[arms, ["p_holm", "verdict"]] = claim_verdicts(
+        out[arms], "higher", "lower", 1 - confidence, claim="verdict"
+    )[["p_holm", "verdict"]]
+    return out

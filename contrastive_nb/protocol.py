@@ -17,7 +17,7 @@ from .augment import CIFAR_MEAN, CIFAR_STD
 from .compute import compute_saved, flops_to_reach
 from .core import check_choice, check_int, check_range, label_vector
 from .data import labeled_fraction_split
-from .evaluate import linear_probe, paired_difference
+from .evaluate import claim_verdicts, linear_probe, paired_difference
 from .train import Evaluation
 
 # %% auto #0
@@ -279,7 +279,28 @@ def compute_saved_table(
     return pd.DataFrame(rows)
 
 # %% ../nbs/08_protocol.ipynb #4e839457
-_CLAIM = {"higher": "reproduced", "lower": "reversed"}
+_PAIR_COLS = ("mean_a", "mean_b", "diff", "sd", "t_low", "t_high", "p", "mde", "boot_low",
+              "boot_high", "wins")
+
+
+def _pair_row(
+    both: pd.DataFrame,  # the pairs both arms have: columns `method` and `b`
+    method: str,  # the arm making the claim
+    b: str,  # the baseline
+    confidence: float,  # two-sided level of the intervals
+) -> dict:  # `paired_difference`'s columns (NaN where fewer than 2 pairs)
+    "One row of `claims_table`: the paired statistics of `method − b` on the pairs both have."
+    if len(both) >= 2:
+        r = paired_difference(both[method].to_numpy(), both[b].to_numpy(), confidence)
+        return {k: r[k] for k in _PAIR_COLS}
+    row = dict.fromkeys(_PAIR_COLS, math.nan)
+    if len(both):
+        row.update(
+            mean_a=float(both[method].mean()),
+            mean_b=float(both[b].mean()),
+            diff=float((both[method] - both[b]).mean()),
+        )
+    return row
 
 
 def claims_table(
@@ -290,10 +311,10 @@ def claims_table(
     arm: str = "arm",  # the column naming the arm
     pair="seed",  # column(s) pairing runs (same seed, same split)
     by=None,  # column(s) grouping the comparison (e.g. the labeled fraction)
-    confidence: float = 0.95,  # two-sided level of the intervals
+    confidence: float = 0.95,  # two-sided level of the intervals (family-wise: 1 − it)
 ) -> pd.DataFrame:  # one row per baseline (and group)
-    """Paired `method − baseline` per baseline (and group): means, difference, intervals, wins,
-    verdict and `claim`."""
+    """Paired `method − baseline` per baseline (and group): means, `diff`, t interval, `p`, `p_holm`
+    (over the table), `mde`, wins, verdict and `claim`."""
     pair = [pair] if isinstance(pair, str) else list(pair)
     by = [] if by is None else ([by] if isinstance(by, str) else list(by))
     missing = [c for c in [arm, metric, *pair, *by] if c not in results.columns]
@@ -320,38 +341,12 @@ def claims_table(
                 if {method, b} <= set(wide.columns)
                 else pd.DataFrame(columns=[method, b])
             )
-            row = {**dict(zip(by, key)), "baseline": b, "n": len(both)}
-            if len(both) >= 2:
-                r = paired_difference(both[method].to_numpy(), both[b].to_numpy(), confidence)
-                row.update({
-                    k: r[k]
-                    for k in (
-                        "mean_a",
-                        "mean_b",
-                        "diff",
-                        "boot_low",
-                        "boot_high",
-                        "t_low",
-                        "t_high",
-                        "wins",
-                        "verdict",
-                    )
-                })
-                row["claim"] = _CLAIM.get(r["verdict"], "not distinguishable here")
-            else:
-                if len(both):
-                    row.update(
-                        mean_a=float(both[method].mean()),
-                        mean_b=float(both[b].mean()),
-                        diff=float((both[method] - both[b]).mean()),
-                    )
-                row.update(
-                    verdict=f"{len(both)} pair(s): no interval", claim="not distinguishable here"
-                )
-            rows.append(row)
-    return pd.DataFrame(rows).rename(
-        columns={"mean_a": f"mean {method}", "mean_b": "mean baseline"}
-    )
+            rows.append({
+                **dict(zip(by, key)), "baseline": b, "n": len(both),
+                **_pair_row(both, method, b, confidence),
+            })
+    out = claim_verdicts(pd.DataFrame(rows), alpha=1 - confidence)
+    return out.rename(columns={"mean_a": f"mean {method}", "mean_b": "mean baseline"})
 
 
 def strongest_baseline(
@@ -410,10 +405,10 @@ def saving_claims(
     # the saving (share of the baseline's compute; NaN where not reached)
     value: str = "fraction_saved",
     reached: str = "reached",  # whether the method reached the baseline's target in that run
-    confidence: float = 0.95,  # two-sided level of the intervals
+    confidence: float = 0.95,  # two-sided level of the intervals (family-wise: 1 − it)
 ) -> pd.DataFrame:  # one row per group and baseline
-    """Per group and baseline: runs that reached the target, mean saving over them, 95% intervals
-    and the claim."""
+    """Per group and baseline: runs that reached the target, mean saving over them, t interval, p,
+    `p_holm` (over the table), `mde` and the claim."""
     by = [] if by is None else ([by] if isinstance(by, str) else list(by))
     missing = [c for c in [baseline, value, reached, *by] if c not in saved.columns]
     if missing:
@@ -428,19 +423,23 @@ def saving_claims(
             "runs": len(g),
             "reached": int(ok.sum()),
             "mean saved": float(got.mean()) if len(got) else math.nan,
+            "n": len(got),
+            **dict.fromkeys(("diff", "sd", "t_low", "t_high", "p", "mde", "boot_low", "boot_high"),
+                            math.nan),
         }
         if len(got) >= 2:
             r = paired_difference(got, np.zeros_like(got), confidence)
-            row.update({k: r[k] for k in ("boot_low", "boot_high", "t_low", "t_high")})
-            row["claim"] = (
-                "reproduced"
-                if r["verdict"] == "higher" and ok.all()
-                else "reversed" if r["verdict"] == "lower" else "not distinguishable here"
-            )
-        else:
-            row["claim"] = "not distinguishable here"
+            row.update({k: r[k] for k in ("diff", "sd", "t_low", "t_high", "p", "mde", "boot_low",
+                                          "boot_high")})
         rows.append(row)
-    return pd.DataFrame(rows)
+    out = claim_verdicts(pd.DataFrame(rows), alpha=1 - confidence)
+    # a target missed in some run: the saving over the others is not a claim
+    short = (out["claim"] == "reproduced") & (out["reached"] < out["runs"])
+    out.loc[short, "claim"] = [
+        f"not distinguishable here: the target was missed in {r - k} of {r} runs"
+        for r, k in zip(out.loc[short, "runs"], out.loc[short, "reached"])
+    ]
+    return out
 
 
 def sweep_claims(

@@ -1,10 +1,12 @@
 """The tutorials are experiments run by papermill; here each runs as its CPU-sized twin (tiny parameters)."""
 import json
 
+import numpy as np
 import pandas as pd
 
 from helpers import ROOT
 from contrastive_nb.data import load_split_manifest
+from contrastive_nb.evaluate import holm
 from contrastive_nb.runs import run_notebook
 
 TUT = ROOT / "nbs" / "tutorials"
@@ -97,12 +99,18 @@ def test_spread_strata_twin(tmp_path):
 
 
 def _check_claims(claims: pd.DataFrame):
-    "Every claim is a paired comparison whose verdict follows from its two intervals."
-    assert len(claims) and claims["verdict"].isin(["agrees", "disagrees", "not distinguishable here"]).all()
+    """Every claim is a paired comparison with the statistics of `evaluate.claim_verdicts` (t interval, p, Holm over
+    the table, mde) whose verdict follows the rule; no bootstrap interval below 10 pairs."""
+    assert len(claims) and {"n", "diff", "t_low", "t_high", "p", "p_holm", "mde"} <= set(claims.columns)
+    np.testing.assert_allclose(claims["p_holm"], holm(claims["p"]), rtol=0, atol=1e-12)
     for _, r in claims.iterrows():
-        assert r["t low"] <= r["A − B"] + 1e-12 and r["A − B"] <= r["t high"] + 1e-12
-        above, below = min(r["t low"], r["boot low"]) > 0, max(r["t high"], r["boot high"]) < 0
-        assert r["verdict"] == ("agrees" if above else "disagrees" if below else "not distinguishable here"), r["claim"]
+        assert r["t_low"] <= r["diff"] + 1e-12 and r["diff"] <= r["t_high"] + 1e-12
+        sig = r["p_holm"] < 0.05
+        expect = ("agrees" if sig and r["t_low"] > 0 else "disagrees" if sig and r["t_high"] < 0
+                  else f"not distinguishable here: effects larger than {r['mde']:.3g} are ruled out"
+                  if abs(r["diff"]) < r["mde"] or r["diff"] == r["mde"] == 0 else "not distinguishable here after Holm's adjustment")
+        assert r["verdict"].startswith(expect), (r["claim"], r["verdict"])
+        assert r["n"] >= 10 or (np.isnan(r["boot low"]) and np.isnan(r["boot high"])), r["claim"]
 
 
 def test_cless_longtail_twin(tmp_path):
