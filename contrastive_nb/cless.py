@@ -28,7 +28,8 @@ from contrastive_nb.text import (
 
 # %% auto #0
 __all__ = ['kmax_pool', 'CLESS', 'sample_pseudo_labels', 'sample_real_labels', 'score_tags', 'train_cless', 'zero_r_scores',
-           'tag_overlap_scores', 'mean_word_vectors', 'cosine_scores', 'PLMTagger', 'score_plm', 'train_plm_tagger']
+           'tag_overlap_scores', 'class_prior_scores', 'mean_word_vectors', 'cosine_scores', 'PLMTagger', 'score_plm',
+           'train_plm_tagger']
 
 # %% ../nbs/21_cless.ipynb #bc5f8f9e
 def kmax_pool(
@@ -297,17 +298,42 @@ def zero_r_scores(
 def tag_overlap_scores(
     token_lists: list,  # the words of each text (`text.tokenize`)
     tags: list,  # tag names; a tag's words are `text.tag_words(tag)`
-) -> np.ndarray:  # (n, T) share of each tag's words found in each text, in [0, 1]
-    "`(n, T)` zero-shot scores: the share of each tag's words that occur in the text (0 … 1)."
+    counts: bool = False,  # count every occurrence of a tag's words, not only their presence
+    prior=None,  # (T,) tag prevalence: breaks ties between equal overlaps (never reorders others)
+) -> np.ndarray:  # (n, T) overlap of each text with each tag's words
+    """`(n, T)` zero-shot scores: the share of each tag's words that occur in the text (0 … 1),
+    or with `counts` their occurrences per tag word; `prior` orders the ties (zeros included)."""
+    from collections import Counter
+
     tag_sets = [set(tag_words(t)) for t in tags]
     empty = [t for t, w in zip(tags, tag_sets) if not w]
     if empty:
         raise ValueError(f"tag(s) {empty[:5]} have no word (letters or digits) in their name")
     out = np.zeros((len(token_lists), len(tags)))
     for i, toks in enumerate(token_lists):
-        words = set(toks)
-        out[i] = [len(w & words) / len(w) for w in tag_sets]
+        c = Counter(toks)
+        out[i] = [sum(min(c[x], 1 if not counts else c[x]) for x in w) / len(w) for w in tag_sets]
+    if prior is not None:
+        prior = np.asarray(prior, dtype=np.float64)
+        if prior.shape != (len(tags),) or not ((prior >= 0) & (prior <= 1)).all():
+            raise ValueError(f"`prior` must hold one prevalence in [0, 1] per tag ({len(tags)})")
+        # distinct overlaps differ by ≥ 1/(|w|·|w'|) > 1e-4 for tag names under 100 words
+        out = out + 1e-6 * prior[None, :]
     return out
+
+
+def class_prior_scores(
+    y_train,  # (n_train, T) 0/1 tags of the training texts (real labels: not zero-shot)
+    n: int,  # number of texts to score
+) -> np.ndarray:  # (n, T) every text scored by each tag's training prevalence
+    """The class-prior scorer: each tag's share of the training texts, the same for every text —
+    the strongest label-free ranking of tags that uses the training labels' counts."""
+    y = np.asarray(y_train, dtype=np.float64)
+    if y.ndim != 2 or len(y) == 0:
+        raise ValueError(
+            f"`y_train` must be a non-empty (n_train, T) 0/1 matrix; got shape {y.shape}"
+        )
+    return np.broadcast_to(y.mean(0), (int(n), y.shape[1])).copy()
 
 
 def mean_word_vectors(

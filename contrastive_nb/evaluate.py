@@ -24,7 +24,6 @@ from contrastive_nb.core import (
     check_int,
     check_range,
 )
-from .train import fit_epochs
 
 # %% auto #0
 __all__ = ['BOOT_MIN_PAIRS', 'compute_embeddings', 'embedding_table', 'table_embeddings', 'save_embedding_table',
@@ -349,6 +348,10 @@ def _fine_tune_run(lr, k, encoder, augs, train_x, ty, val_x, val_y, C, device, m
                 val_top1=rec["val_top1"], epoch=rec["epoch"],
                 state=copy.deepcopy(model.state_dict())
             )
+
+    # the training loop, imported here: the metrics of this module never load the engine (the
+    # explorer and the audit import them)
+    from contrastive_nb.train import fit_epochs
 
     # min_batch=2: batch norm needs two items
     r = fit_epochs(

@@ -155,6 +155,20 @@ class SelectOnValidation(Evaluation):
             None,
         )
 
+    def state_dict(self) -> dict:  # best value, epoch, record, state and the epoch-0 record
+        "What a resumed run needs to select as an uninterrupted one (saved in every checkpoint)."
+        return {"best": self.best, "best_epoch": self.best_epoch, "best_record": self.best_record,
+                "state": self.state, "initial": self.initial}
+
+    def load_state_dict(
+        self,
+        sd: dict,  # what `state_dict` returned when the checkpoint was written
+    ):
+        "Take back the selection a checkpoint saved."
+        self.best, self.best_epoch = sd["best"], sd["best_epoch"]
+        self.best_record = sd["best_record"]
+        self.state, self.initial = sd["state"], sd["initial"]
+
     def _consider(self, model: nn.Module, record: dict):
         if self.select not in record:
             raise ValueError(
@@ -219,7 +233,7 @@ def reach_table(
     curves: dict,  # arm → validation curve: records with 'epoch', 'updates', 'flops', `metric`
     metric: str,  # the validation metric (higher is better)
     thresholds,  # accuracies to reach
-    extra_flops: dict | None = None,  # arm → FLOPs added to every reached point (e.g. fine-tuning)
+    extra_flops: dict | None = None,  # arm → FLOPs added to every reached point (fine-tuning)
 ) -> pd.DataFrame:  # one row per (arm, threshold)
     """One row per (arm, threshold): `reached`, `epoch`, `updates`, `flops`, `petaflops` of the
     first record ≥ threshold."""
@@ -313,7 +327,8 @@ def claims_table(
     by=None,  # column(s) grouping the comparison (e.g. the labeled fraction)
     confidence: float = 0.95,  # two-sided level of the intervals (family-wise: 1 − it)
 ) -> pd.DataFrame:  # one row per baseline (and group)
-    """Paired `method − baseline` per baseline (and group): means, `diff`, t interval, `p`, `p_holm`
+    """Paired `method − baseline` per baseline (and group): means, `diff`, t interval, `p`,
+    `p_holm`
     (over the table), `mde`, wins, verdict and `claim`."""
     pair = [pair] if isinstance(pair, str) else list(pair)
     by = [] if by is None else ([by] if isinstance(by, str) else list(by))

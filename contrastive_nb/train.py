@@ -57,13 +57,14 @@ from contrastive_nb.losses import (
 )
 
 # %% auto #0
-__all__ = ['LOSS_TERMS', 'LOADERS', 'CHECKPOINT_FORMAT', 'CHECKPOINT_KEYS', 'Projections', 'register_loss_term', 'NTXentTerm',
-           'SuNCEtTerm', 'SupConTerm', 'SpreadTerm', 'CrossEntropyTerm', 'LossTerm', 'LARS', 'make_optimizer',
-           'warmup_cosine', 'TrainState', 'CheckpointError', 'NonFiniteError', 'Preempted', 'save_checkpoint',
-           'load_checkpoint', 'describe_callable', 'model_structure', 'run_config', 'config_sha256',
+__all__ = ['LOSS_TERMS', 'LOADERS', 'CHECKPOINT_FORMAT', 'CHECKPOINT_KEYS', 'EVENTS', 'Projections', 'register_loss_term',
+           'NTXentTerm', 'SuNCEtTerm', 'SupConTerm', 'SpreadTerm', 'CrossEntropyTerm', 'LossTerm', 'LARS',
+           'make_optimizer', 'warmup_cosine', 'TrainState', 'CheckpointError', 'NonFiniteError', 'Preempted',
+           'save_checkpoint', 'load_checkpoint', 'describe_callable', 'model_structure', 'run_config', 'config_sha256',
            'remove_interrupted_writes', 'Checkpointer', 'export_weights', 'load_weights', 'init_distributed',
            'views_loss', 'Batch', 'Step', 'Hook', 'FiniteChecks', 'FlopCounter', 'Progress', 'Evaluation', 'OnStep',
-           'StopOnSignal', 'DeviceBatches', 'TwoLoaders', 'Run', 'train_loop', 'RuntimeOptions', 'fit', 'fit_epochs']
+           'StopOnSignal', 'DeviceBatches', 'TwoLoaders', 'StopTraining', 'Run', 'train_loop', 'RuntimeOptions', 'fit',
+           'fit_epochs']
 
 # %% ../nbs/05_train.ipynb #f1305a09
 @dataclass
@@ -464,6 +465,8 @@ class TrainState:
     step_log: dict = field(default_factory=lambda: {"loss": [], "ids": []})
     # FLOPs spent so far, per term and loader
     ledger: FlopLedger = field(default_factory=FlopLedger)
+    # the hooks' own states (`Hook.state_dict`), by `_hook_keys`, as of the last checkpoint
+    hook_states: dict = field(default_factory=dict)
 
     serialized = ("epoch", "step", "updates", "labeled_batches", "sums", "history")
 
@@ -484,6 +487,7 @@ class TrainState:
             "ledger": self.ledger.state_dict(),
             "step_log": {"loss": list(self.step_log["loss"]), "ids": [list(self.step_log["ids"])]},
             "rng": [_rng_state()],
+            "hooks": self.hook_states,
         }
 
     def load_state_dict(
@@ -507,6 +511,7 @@ class TrainState:
             "ids": list(sd["step_log"]["ids"][self.rank]),
         }
         _set_rng_state(sd["rng"][self.rank])
+        self.hook_states = dict(sd.get("hooks") or {})  # checkpoints before hook states: none
 
     def settle(self):
         """Read the loss values kept on the device (the epoch's sums, the step log's losses) into
@@ -527,7 +532,9 @@ class TrainState:
         self.updates += 1
         self.step += 1
         # kept on the device (a 0-d tensor) until a checkpoint reads the log: no sync per update
-        self.step_log["loss"].append(loss.detach() if isinstance(loss, torch.Tensor) else float(loss))
+        self.step_log["loss"].append(
+            loss.detach() if isinstance(loss, torch.Tensor) else float(loss)
+        )
         self.step_log["ids"].append(
             hashlib.blake2b(
                 b"|".join(v.numpy().astype(np.int64).tobytes() for v in ids.values()), digest_size=8
@@ -1217,7 +1224,19 @@ def _ids_text(ids: dict, limit: int = 16) -> str:
 # %% ../nbs/05_train.ipynb #2c250aaf
 class Hook:
     """Base of training hooks: override the events you need; each receives the `Run` (state, model,
-    terms, …)."""
+    terms, …). A hook with state (a selection, a schedule) returns it from `state_dict` and takes
+    it back in `load_state_dict`: it is saved in every checkpoint and restored on resume."""
+
+    def state_dict(self) -> dict | None:  # tensors, numbers, texts, lists, dicts; None: no state
+        "This hook's resumable state (None: it has none)."
+        return None
+
+    def load_state_dict(
+        self,
+        sd: dict,  # what `state_dict` returned when the checkpoint was written
+    ):
+        "Take back the state a checkpoint saved (the base has none)."
+        pass
 
     def before_fit(
         self,
@@ -1796,6 +1815,30 @@ class TwoLoaders:
         return batches
 
 # %% ../nbs/05_train.ipynb #4de43c9c
+# The closed set of events, in the order the loop fires them (`Run.fire` refuses any other name):
+#
+#   before_fit
+#   for each epoch:
+#       before_epoch
+#       for each update:
+#           before_forward                      (batches drawn)
+#           before_terms                        (inside the loss: the projections, per loader)
+#           after_loss → backward → after_backward → clip, optimiser step → after_update
+#           [before_save → checkpoint]          (when one is due)
+#           after_step                          (a hook may raise StopTraining here)
+#       after_epoch (the record) → [before_save → checkpoint] → after_step
+#   after_fit                                   (always, also after an error)
+EVENTS = (
+    "before_fit", "before_epoch", "before_forward", "before_terms", "after_loss",
+    "after_backward", "after_update", "before_save", "after_epoch", "after_step", "after_fit",
+)
+
+
+class StopTraining(Exception):
+    """Raised by a hook at `after_step` (early stopping, a budget): the loop writes a checkpoint
+    and returns the history so far."""
+
+
 @dataclass
 class Run:
     "What one `fit` call trains with (and what hooks receive)."
@@ -1820,7 +1863,9 @@ class Run:
         event: str,  # hook method name, e.g. `"after_epoch"`
         *args,  # arguments passed after the run
     ):
-        "Call `event` on every hook, in order."
+        "Call `event` (one of `EVENTS`) on every hook, in order."
+        if event not in EVENTS:
+            raise ValueError(f"unknown hook event {event!r}; the events are {list(EVENTS)}")
         for h in self.hooks:
             getattr(h, event)(self, *args)
 
@@ -1938,10 +1983,34 @@ def _end_epoch(run: Run, epoch: int, signame: str | None):
 
 
 def _save(run: Run):
-    "Let the hooks settle what they keep on the device, then write a checkpoint (if any is kept)."
+    """Let the hooks settle what they keep on the device, take their states, then write a
+    checkpoint (if any is kept)."""
     if run.checkpointer.folder is not None:
         run.fire("before_save")
+        run.state.hook_states = {
+            k: s
+            for k, h in zip(_hook_keys(run.hooks), run.hooks)
+            if (s := h.state_dict()) is not None
+        }
     return run.checkpointer.save(run.state)
+
+
+def _hook_keys(hooks: list) -> list:
+    "A key per hook that a resumed run's hooks share: its class name and its rank among that class."
+    seen: dict = {}
+    keys = []
+    for h in hooks:
+        name = type(h).__qualname__
+        seen[name] = seen.get(name, -1) + 1
+        keys.append(f"{name}:{seen[name]}")
+    return keys
+
+
+def _restore_hooks(run: Run):
+    "Give each hook the state the resumed checkpoint saved for it (by `_hook_keys`)."
+    for k, h in zip(_hook_keys(run.hooks), run.hooks):
+        if k in run.state.hook_states:
+            h.load_state_dict(run.state.hook_states[k])
 
 
 # %% ../nbs/05_train.ipynb #50274d54
@@ -1953,10 +2022,15 @@ def train_loop(
     epoch)."""
     st = run.state
     run.t_start = time.time() - (st.history[-1]["seconds"] if st.history else 0.0)
+    _restore_hooks(run)  # the states a resumed checkpoint saved for the hooks
     run.fire("before_fit")
     try:
         for epoch in range(st.epoch, run.epochs):
-            _train_epoch(run, epoch)
+            try:
+                _train_epoch(run, epoch)
+            except StopTraining:  # a hook ended the run: keep where it stopped
+                _save(run)
+                break
             if (
                 stop_after_epoch is not None
                 and epoch + 1 >= stop_after_epoch
@@ -2156,6 +2230,14 @@ def _backend_flags(
         torch.use_deterministic_algorithms(saved[4])
 
 
+def _check_runtime(runtime) -> RuntimeOptions:
+    "`fit`'s `runtime`: the defaults for None; anything but a `RuntimeOptions` is refused."
+    runtime = RuntimeOptions() if runtime is None else runtime
+    if not isinstance(runtime, RuntimeOptions):
+        raise ValueError(f"`runtime` must be a RuntimeOptions; got {type(runtime).__name__}")
+    return runtime
+
+
 def _runtime_model(model: nn.Module, opts: dict):
     "The module `fit` calls: channels-last weights, compiled when asked (the state stays `model`)."
     if opts["channels_last"]:
@@ -2204,13 +2286,10 @@ def fit(
     check_int("batch_size", batch_size, 1)
     check_int("warmup_epochs", warmup_epochs, 0)
     terms = _check_terms(terms, unlabeled, labeled, labeled_sampler, model)
-    runtime = RuntimeOptions() if runtime is None else runtime
-    if not isinstance(runtime, RuntimeOptions):
-        raise ValueError(f"`runtime` must be a RuntimeOptions; got {type(runtime).__name__}")
+    runtime = _check_runtime(runtime)
     hooks = _default_hooks(eval_fn, eval_every, progress, on_step, hooks, runtime.check_every)
     checkpointer_args = (run_dir, checkpoint_every, keep_checkpoints)
-    # its arguments, checked before any work
-    Checkpointer(*checkpointer_args, allow_data_change=allow_data_change)
+    Checkpointer(*checkpointer_args, allow_data_change=allow_data_change)  # checks its arguments
     dev = get_device(device)
     if validate:
         _validate_inputs(model, views, unlabeled, labeled, labeled_sampler, terms, batch_size, dev)
@@ -2224,8 +2303,7 @@ def fit(
     sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(epochs * steps,
                                                                  warmup_epochs * steps))
     use_amp = amp and dev.type == "cuda"
-    # bf16 needs no loss scaling; kept for the checkpoint format
-    scaler = torch.amp.GradScaler("cuda", enabled=False)
+    scaler = torch.amp.GradScaler("cuda", enabled=False)  # bf16 needs none; the format keeps it
     datasets = {"unlabeled": unlabeled, **({"labeled": labeled} if labeled is not None else {})}
     config = run_config(
         model, terms, views, labeled_sampler, world, datasets, epochs=epochs,
@@ -2242,11 +2320,9 @@ def fit(
     loaders.position_labeled(state.labeled_batches)
     signals = StopOnSignal(handle_signals)
     opts = runtime.resolved(dev)
-    run = Run(
-        state, _wrap(_runtime_model(model, opts), dev, world), views, terms, loaders, checkpointer, [signals] + hooks,
-        signals, dev, world, epochs, Path(run_dir) if run_dir is not None else None, use_amp,
-        max_grad_norm
-    )
+    run = Run(state, _wrap(_runtime_model(model, opts), dev, world), views, terms, loaders,
+              checkpointer, [signals] + hooks, signals, dev, world, epochs,
+              Path(run_dir) if run_dir is not None else None, use_amp, max_grad_norm)
     with _backend_flags(opts):
         return train_loop(run, stop_after_epoch)
 

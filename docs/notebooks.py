@@ -50,7 +50,7 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "executed"
-RESULT_SUFFIXES = (".json", ".csv", ".parquet")
+RESULT_SUFFIXES = (".json", ".csv", ".parquet", ".png")  # figures are published beside the tables
 RESULT_SKIP = re.compile(r"^(parameters|status)\.json$|^embeddings.*\.parquet$")
 RESULT_MAX_BYTES = 1 << 20
 _DIRECTIVE = re.compile(r"^\s*#\|\s*(.*?)\s*$")

@@ -90,3 +90,13 @@ def test_no_file_refers_to_a_file_outside_the_repository():
             if n:
                 found.append(f"{f.relative_to(ROOT)}: {name} ×{n}")
     assert not found, "files that refer to files outside the repository:\n" + "\n".join(found)
+
+
+def test_the_explorer_and_the_audit_do_not_load_the_training_engine():
+    "Reading embeddings needs no trainer: importing the explorer or the audit loads neither `train` nor torch's optim."
+    code = ("import sys, contrastive_nb.explore, contrastive_nb.audit; "
+            "print(sorted(m for m in sys.modules if m.startswith('contrastive_nb.')))")
+    out = subprocess.run([__import__("sys").executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout
+    loaded = set(__import__("ast").literal_eval(out))
+    assert not loaded & {"contrastive_nb.train", "contrastive_nb.losses", "contrastive_nb.data"}, loaded
