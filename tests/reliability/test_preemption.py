@@ -65,7 +65,10 @@ def test_torchrun_signal_on_one_rank_stops_every_rank_at_the_same_update(ddp_ref
     assert p.returncode == 0, p.stderr[-3000:]
     stops = [result(d, r) for r in range(2)]
     assert [s["status"] for s in stops] == ["preempted", "preempted"]
-    assert stops[0]["update"] == stops[1]["update"] == 10 == final_state(d)["updates"]
+    # under torchrun the ranks agree on a signal every 16 updates (StopOnSignal.every) and at epoch ends: the stop
+    # comes within one such interval of the signal (raised during update 10), at the same update on both ranks
+    assert stops[0]["update"] == stops[1]["update"] == final_state(d)["updates"]
+    assert 10 <= stops[0]["update"] <= 16, stops[0]["update"]
     assert run(worker_cmd(d, "--batch-size", 32, torchrun=2)).returncode == 0
     assert_same_run(ddp_reference, d, ranks=2)
 
