@@ -18,7 +18,7 @@ from .compute import compute_saved, flops_to_reach
 from .core import check_choice, check_int, check_range, label_vector
 from .data import labeled_fraction_split
 from .evaluate import claim_verdicts, linear_probe, paired_difference
-from .train import Evaluation
+from .train import Evaluation, evaluate_on_rank0
 
 # %% auto #0
 __all__ = ['basic_views', 'select_probe', 'few_label_draw', 'few_label_probes', 'SelectOnValidation', 'reach_table',
@@ -194,7 +194,7 @@ class SelectOnValidation(Evaluation):
                 "updates": 0,
                 "flops": 0,
                 "petaflops": 0.0,
-                **self.eval_fn(run.state.model),
+                **evaluate_on_rank0(run, self.eval_fn),
             }
             self._consider(run.state.model, self.initial)
 

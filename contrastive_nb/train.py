@@ -62,9 +62,9 @@ __all__ = ['LOSS_TERMS', 'LOADERS', 'CHECKPOINT_FORMAT', 'CHECKPOINT_KEYS', 'EVE
            'make_optimizer', 'warmup_cosine', 'TrainState', 'CheckpointError', 'NonFiniteError', 'Preempted',
            'save_checkpoint', 'load_checkpoint', 'describe_callable', 'model_structure', 'run_config', 'config_sha256',
            'remove_interrupted_writes', 'Checkpointer', 'export_weights', 'load_weights', 'init_distributed',
-           'views_loss', 'Batch', 'Step', 'Hook', 'FiniteChecks', 'FlopCounter', 'Progress', 'Evaluation', 'OnStep',
-           'StopOnSignal', 'DeviceBatches', 'TwoLoaders', 'StopTraining', 'Run', 'train_loop', 'RuntimeOptions', 'fit',
-           'fit_epochs']
+           'views_loss', 'Batch', 'Step', 'Hook', 'FiniteChecks', 'FlopCounter', 'Progress', 'Evaluation',
+           'evaluate_on_rank0', 'OnStep', 'StopOnSignal', 'DeviceBatches', 'TwoLoaders', 'StopTraining', 'Run',
+           'train_loop', 'RuntimeOptions', 'fit', 'fit_epochs']
 
 # %% ../nbs/05_train.ipynb #f1305a09
 @dataclass
@@ -1575,7 +1575,20 @@ class Evaluation(Hook):
     ):
         "Run `eval_fn` on the model when due and add its numbers to the record."
         if record["epoch"] % self.every == 0 or record["epoch"] == run.epochs:
-            record.update(self.eval_fn(run.state.model))
+            record.update(evaluate_on_rank0(run, self.eval_fn))
+
+
+def evaluate_on_rank0(
+    run,  # the `Run` being trained
+    eval_fn: Callable,  # model → dict of numbers
+) -> dict:  # `eval_fn`'s numbers, the same on every rank
+    """`eval_fn(model)` computed once, on rank 0, and sent to the other ranks under `torchrun`
+    (the ranks hold the same weights: one evaluation is enough)."""
+    if run.world == 1:
+        return eval_fn(run.state.model)
+    out = [eval_fn(run.state.model) if run.state.rank == 0 else None]
+    dist.broadcast_object_list(out, src=0)
+    return out[0]
 
 
 class OnStep(Hook):

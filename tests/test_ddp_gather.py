@@ -80,9 +80,13 @@ def _fit_worker(rank, world, port, out):
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
         m = _make_model()
-        fit(m, load_digits("train"), [LossTerm("nt_xent", temperature=0.5)], _identity, epochs=1, batch_size=64,
-            lr=0.1, device="cpu", progress=False)
+        calls = []
+        # the evaluation runs on rank 0 only and its numbers reach every rank
+        h = fit(m, load_digits("train"), [LossTerm("nt_xent", temperature=0.5)], _identity, epochs=1, batch_size=64,
+                lr=0.1, device="cpu", progress=False,
+                eval_fn=lambda model: calls.append(rank) or {"score": 0.25 + dist.get_rank()})
         out[rank] = {k: v.clone() for k, v in m.state_dict().items()}
+        out[f"eval{rank}"] = (calls, h[-1]["score"])
     finally:
         dist.destroy_process_group()
 
@@ -95,6 +99,7 @@ def test_fit_ddp_equals_single_process_on_global_batch():
     ref = _make_model()
     fit(ref, load_digits("train"), [LossTerm("nt_xent", temperature=0.5)], _identity, epochs=1, batch_size=128,
         lr=0.1, device="cpu", progress=False)
+    assert out["eval0"] == ([0], 0.25) and out["eval1"] == ([], 0.25)       # computed once, on rank 0, shared
     for r in range(2):
         for k, v in ref.state_dict().items():
             assert torch.allclose(out[r][k], v, atol=1e-5), (r, k, (out[r][k] - v).abs().max())
