@@ -257,7 +257,7 @@ def as_tensor_dataset(
     if getattr(ds, "transform", None) is None and isinstance(data, (np.ndarray, torch.Tensor)):
         x = torch.as_tensor(np.asarray(data))
     else:
-        x = torch.stack([torch.as_tensor(np.array(ds[i][0])) for i in range(len(ds))])
+        x = torch.stack([torch.from_numpy(np.asarray(ds[i][0]).copy()) for i in range(len(ds))])
     if x.dtype != torch.uint8 or x.dim() not in (3, 4):
         raise ValueError(
             "`ds` must yield uint8 images (H, W) or (H, W, C) (PIL or arrays); got"
