@@ -195,14 +195,14 @@ def _idx_files(folder: Path) -> dict | None:
 
 def fashion_mnist(
     split: str = "train",  # 'train' (60,000 images) or 'test' (10,000)
-    root=None,  # folder holding `FashionMNIST/raw/`, or receiving it with `download`; None: none
+    root=None,  # folder holding `FashionMNIST/raw/` (or receiving it with `download`), or None
     download: bool = False,  # fetch the files into `root` when they are found nowhere (network)
     # maps one image (a PIL image) to what `__getitem__` returns, or None
     transform: Callable | None = None,
     # further folders searched for the four files (default: Debian's location)
     system_dirs: Sequence = FASHION_MNIST_DIRS,
 ):
-    """torchvision's `FashionMNIST` read from `root/FashionMNIST/raw/`, else from `system_dirs`, else
+    """torchvision's `FashionMNIST` read from `root/FashionMNIST/raw/`, else `system_dirs`, else
     downloaded; `.targets` is an int64 array and `.source` the folder the files came from."""
     import gzip
     import shutil
