@@ -963,6 +963,11 @@ COARSE_SCHEMES = {
     "cifar100_superclasses": (CIFAR100_FINE_TO_COARSE, CIFAR100_SUPERCLASSES),
     "digits_lt5": (np.array([0] * 5 + [1] * 5), ["<5", ">=5"]),
     "mnist_lt5": (np.array([0] * 5 + [1] * 5), ["<5", ">=5"]),
+    # Fashion-MNIST: tops (T-shirt/top, pullover, coat, shirt), shoes (sandal, sneaker, ankle boot),
+    # other (trouser, dress, bag)
+    "fashion_mnist_tops_shoes_other": (
+        np.array([0, 2, 0, 2, 0, 1, 0, 1, 2, 1]), ["top", "shoe", "other"]
+    ),
 }
 
 
