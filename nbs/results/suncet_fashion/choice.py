@@ -1,10 +1,12 @@
-"""How big should Fashion-MNIST be in the SuNCEt tutorial on a CPU? For each image side and training-subset
-size: the validation accuracy of a linear probe (10% labels, C chosen on validation) on raw pixels, on the
-random-init encoder's features, and on the features of a SimCLR run (the tutorial's encoder, its
-augmentation and learning rate), with the seconds it took on ONE CPU thread. The headroom is the short SimCLR
-run's best validation probe minus the random init's (the headroom the tutorial's arms share). Validation only: the test set is never read here.
+"""How big should Fashion-MNIST be in the SuNCEt tutorial on a CPU? For each image side and
+training-subset size: the validation accuracy of a linear probe (10% labels, C chosen on validation)
+on raw pixels, on the random-init encoder's features, and on the features of a SimCLR run (the
+tutorial's encoder, augmentation, learning rate and 30 epochs), with the seconds it took on ONE CPU
+thread. The headroom is the SimCLR run's best validation probe minus the random init's (the room the
+tutorial's arms share). Validation only: the test set is never read here. Measured options are
+cached in choice_rows.jsonl (a rerun only measures what is missing).
 
-    PYTHONPATH=. python nbs/results/suncet_fashion/choice.py      # writes choice.json beside this file
+    PYTHONPATH=. python nbs/results/suncet_fashion/choice.py      # writes choice.json beside it
 """
 import json
 import platform
@@ -31,14 +33,51 @@ N_TRAIN = [2000, 5000, 10000]  # training-subset sizes (train + validation, draw
 EPOCHS = 30  # the SimCLR run, as long as the tutorial's
 LABELED, VAL, SEED, WIDTH, BATCH = 0.1, 0.2, 0, 16, 256
 BUDGET_S = 600  # a tutorial run on one CPU thread
+# the tutorial pre-trains 3 arms for 30 epochs (two at batch 128) and fine-tunes 4 encoders (about
+# 6,000 updates of 64 images): about 5 such 30-epoch SimCLR runs
+RUNS_PER_TUTORIAL = 5
+
+
+def measure(imgs, side: int, n: int) -> dict:
+    "Probe accuracies and SimCLR's seconds for `n` training images at `side` pixels."
+    keep, _ = labeled_fraction_split(imgs.targets, n / len(imgs), seed=SEED + 2)
+    sub = imgs.subset(np.sort(keep))
+    val_rel, tr_rel = labeled_fraction_split(sub.targets, VAL, seed=SEED + 1)
+    train, val = sub.subset(np.sort(tr_rel)), sub.subset(np.sort(val_rel))
+    lab = train.subset(np.sort(labeled_fraction_split(train.targets, LABELED, seed=SEED)[0]))
+    flat = lambda d: d.images.flatten(1).numpy()
+    raw = select_probe(flat(lab), lab.targets, flat(val), val.targets)["val_top1"]
+
+    def val_probe(m):
+        h = [compute_embeddings(m.encoder, d.images, device="cpu").numpy() for d in (lab, val)]
+        return {"val_top1": select_probe(h[0], lab.targets, h[1], val.targets)["val_top1"]}
+
+    seed_everything(SEED)
+    enc = SmallConvNet(1, width=WIDTH)
+    m = ContrastiveModel(enc, ProjectionHead(enc.feature_dim, 512, 128))
+    sel = SelectOnValidation(val_probe, "val_top1")
+    t0 = time.time()
+    fit(m, train, terms=[LossTerm("nt_xent", temperature=0.5)],
+        views=BatchViews("digits", size=side), epochs=EPOCHS, batch_size=BATCH, lr=0.5,
+        warmup_epochs=2, seed=SEED, device="cpu", progress=False, hooks=[sel],
+        run_dir=Path(tempfile.mkdtemp()) / "run")
+    secs = time.time() - t0
+    row = dict(side=side, n_train=n, n_fit=len(train), n_labeled=len(lab), n_val=len(val),
+               raw_pixels_val=raw, random_init_val=sel.initial["val_top1"], simclr_val=sel.best,
+               simclr_best_epoch=sel.best_epoch, simclr_epochs=EPOCHS,
+               simclr_seconds=round(secs, 1))
+    row["headroom"] = row["simclr_val"] - row["random_init_val"]
+    row["measured"] = True
+    row["est_tutorial_seconds"] = round(secs / EPOCHS * 30 * RUNS_PER_TUTORIAL)
+    return row
 
 
 def main(out: Path):
     torch.set_num_threads(1)
     threadpool_limits(1)
     full = fashion_mnist("train")
-    cache = out.with_name(out.stem + "_rows.jsonl")  # one line per measured option: a rerun skips it
-    done = [json.loads(l) for l in cache.read_text().splitlines()] if cache.exists() else []
+    cache = out.with_name(out.stem + "_rows.jsonl")  # one line per measured option
+    done = [json.loads(x) for x in cache.read_text().splitlines()] if cache.exists() else []
     rows = []
     for side in SIDES:
         imgs = as_tensor_dataset(full, size=side)
@@ -47,63 +86,36 @@ def main(out: Path):
             if old:
                 rows.append(old[0])
                 continue
-            # the cost grows with the images: an option whose smaller sibling already needs more than twice the
-            # budget at this size is not measured (its estimate is recorded instead)
+            # the cost grows with the images: an option whose smaller sibling at this size already
+            # needs more than twice the budget once scaled is not measured (its estimate is kept)
             prev = [r for r in rows if r["side"] == side and r["n_train"] < n]
-            if prev and prev[-1]["est_tutorial_seconds"] * n / prev[-1]["n_train"] > 2 * BUDGET_S:
-                est = round(prev[-1]["est_tutorial_seconds"] * n / prev[-1]["n_train"])
-                rows.append(dict(side=side, n_train=n, measured=False, est_tutorial_seconds=est))
-                print(rows[-1], flush=True)
-                continue
-            keep, _ = labeled_fraction_split(imgs.targets, n / len(imgs), seed=SEED + 2)
-            sub = imgs.subset(np.sort(keep))
-            val_rel, tr_rel = labeled_fraction_split(sub.targets, VAL, seed=SEED + 1)
-            train, val = sub.subset(np.sort(tr_rel)), sub.subset(np.sort(val_rel))
-            lab = train.subset(np.sort(labeled_fraction_split(train.targets, LABELED, seed=SEED)[0]))
-            flat = lambda d: d.images.flatten(1).numpy()
-            raw = select_probe(flat(lab), lab.targets, flat(val), val.targets)["val_top1"]
-
-            def val_probe(m):
-                h = [compute_embeddings(m.encoder, d.images, device="cpu").numpy() for d in (lab, val)]
-                return {"val_top1": select_probe(h[0], lab.targets, h[1], val.targets)["val_top1"]}
-
-            seed_everything(SEED)
-            enc = SmallConvNet(1, width=WIDTH)
-            m = ContrastiveModel(enc, ProjectionHead(enc.feature_dim, 512, 128))
-            sel = SelectOnValidation(val_probe, "val_top1")
-            t0 = time.time()
-            fit(m, train, terms=[LossTerm("nt_xent", temperature=0.5)], views=BatchViews("digits", size=side),
-                epochs=EPOCHS, batch_size=BATCH, lr=0.5, warmup_epochs=2, seed=SEED, device="cpu",
-                progress=False, hooks=[sel], run_dir=Path(tempfile.mkdtemp()) / "run")
-            secs = time.time() - t0
-            row = dict(side=side, n_train=n, n_fit=len(train), n_labeled=len(lab), n_val=len(val),
-                       raw_pixels_val=raw, random_init_val=sel.initial["val_top1"], simclr_val=sel.best,
-                       simclr_best_epoch=sel.best_epoch, simclr_epochs=EPOCHS, simclr_seconds=round(secs, 1))
-            row["headroom"] = row["simclr_val"] - row["random_init_val"]
-            # the tutorial pre-trains 3 arms for 30 epochs (two at batch 128) and fine-tunes 4 encoders (about
-            # 6,000 updates of 64 images): about 5 such 30-epoch runs
-            row["measured"], row["est_tutorial_seconds"] = True, round(secs / EPOCHS * 30 * 5)
-            rows.append(row)
-            with open(cache, "a") as f:
-                f.write(json.dumps(row) + "\n")
-            print(row, flush=True)
-    budget_s = BUDGET_S
+            est = prev[-1]["est_tutorial_seconds"] * n / prev[-1]["n_train"] if prev else 0
+            if est > 2 * BUDGET_S:
+                rows.append(dict(side=side, n_train=n, measured=False,
+                                 est_tutorial_seconds=round(est)))
+            else:
+                rows.append(measure(imgs, side, n))
+                with open(cache, "a") as f:
+                    f.write(json.dumps(rows[-1]) + "\n")
+            print(rows[-1], flush=True)
     for r in rows:
-        r["affordable"] = r["est_tutorial_seconds"] <= budget_s
-    ok = [r for r in rows if r["affordable"] and r["measured"]] or [r for r in rows if r["measured"]]
-    best = max(ok, key=lambda r: r["headroom"])
-    commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True,
-                            cwd=Path(__file__).parent).stdout.strip()
-    json.dump({
-        "what": "validation accuracy of a linear probe (10% labels) on Fashion-MNIST subsets: raw pixels,"
-                " random-init encoder, a 30-epoch SimCLR run; headroom = SimCLR - random init; seconds on one"
-                " thread of a 2-core machine shared with other jobs",
-        "threads": 1, "budget_seconds": budget_s, "rows": rows,
+        r["affordable"] = r["est_tutorial_seconds"] <= BUDGET_S
+    measured = [r for r in rows if r["measured"]]
+    best = max([r for r in measured if r["affordable"]] or measured, key=lambda r: r["headroom"])
+    commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
+                            text=True, cwd=Path(__file__).parent).stdout.strip()
+    machine = f"{platform.machine()}, {platform.processor() or ''}".strip(", ")
+    result = {
+        "what": "validation accuracy of a linear probe (10% labels) on Fashion-MNIST subsets: raw"
+                " pixels, random-init encoder, a 30-epoch SimCLR run; headroom = SimCLR - random"
+                " init; seconds on one thread of a 2-core machine shared with other jobs",
+        "threads": 1, "budget_seconds": BUDGET_S, "rows": rows,
         "chosen": {"side": best["side"], "n_train": best["n_train"], "headroom": best["headroom"]},
-        "provenance": {"commit": commit, "date": time.strftime("%Y-%m-%d"), "python": platform.python_version(),
-                       "torch": torch.__version__, "machine": f"{platform.machine()}, {platform.processor() or ''}"
-                       .strip(", "), "script": "nbs/results/suncet_fashion/choice.py"},
-    }, open(out, "w"), indent=1)
+        "provenance": {"commit": commit, "date": time.strftime("%Y-%m-%d"),
+                       "python": platform.python_version(), "torch": torch.__version__,
+                       "machine": machine, "script": "nbs/results/suncet_fashion/choice.py"},
+    }
+    out.write_text(json.dumps(result, indent=1) + "\n")
     print("chosen:", best)
 
 

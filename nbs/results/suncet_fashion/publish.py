@@ -1,11 +1,12 @@
-"""Publish the Fashion-MNIST SuNCEt sweep (nbs/tutorials/suncet_fashion.yaml) into this folder: copy the collected
-results.parquet and summary.csv from the sweep folder, write provenance.json (commit, date, versions, machine,
-the sweep file, runs and their seconds) and draw accuracy_vs_compute.png from results.parquet alone.
+"""Publish the Fashion-MNIST SuNCEt sweep (nbs/tutorials/suncet_fashion.yaml) into this folder: copy
+the collected results.parquet and summary.csv from the sweep folder, write provenance.json (commit,
+date, versions, machine, the sweep file, its runs and their seconds) and draw
+accuracy_vs_compute.png from results.parquet alone.
 
-    contrastive-nb sweep nbs/tutorials/suncet_fashion.yaml       # runs/suncet_fashion/<run>/
-    contrastive-nb results runs/suncet_fashion                   # results.parquet, summary.csv
+    contrastive-nb sweep nbs/tutorials/suncet_fashion.yaml     # runs/suncet_fashion/<run>/
+    contrastive-nb results runs/suncet_fashion                 # results.parquet, summary.csv
     PYTHONPATH=. python nbs/results/suncet_fashion/publish.py runs/suncet_fashion [COMMIT]
-    PYTHONPATH=. python nbs/results/suncet_fashion/publish.py --figure-only   # redraw from the published parquet
+    PYTHONPATH=. python nbs/results/suncet_fashion/publish.py --figure-only   # redraw only
 """
 import json
 import os
@@ -19,21 +20,23 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-import pandas as pd
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
 
-from contrastive_nb.protocol import long_table
+from contrastive_nb.protocol import long_table  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-ARMS = ["simclr_own_batch", "simclr_matched_batch", "simclr+suncet", "supervised_only", "random_init"]
+ARMS = ["simclr_own_batch", "simclr_matched_batch", "simclr+suncet", "supervised_only",
+        "random_init"]
 
 
 def per_arm(results: pd.DataFrame) -> pd.DataFrame:
     "Per labeled fraction and arm: seeds, mean and sd of test accuracy and pre-training FLOPs."
     long = long_table(results[results["status"] == "ok"], "results")
     g = long.groupby(["labeled_fraction", "arm"], sort=False)
-    t = g.agg(n=("seed", "nunique"), test_mean=("test_top1", "mean"), test_sd=("test_top1", "std"),
-              probe_mean=("test_probe_top1", "mean"), probe_sd=("test_probe_top1", "std"),
+    t = g.agg(n=("seed", "nunique"), test_mean=("test_top1", "mean"),
+              test_sd=("test_top1", "std"), probe_mean=("test_probe_top1", "mean"),
+              probe_sd=("test_probe_top1", "std"),
               pretrain_tflops=("pretrain_flops", lambda s: s.mean() / 1e12),
               pretrain_tflops_sd=("pretrain_flops", lambda s: s.std() / 1e12)).reset_index()
     t["arm"] = pd.Categorical(t["arm"], ARMS)
@@ -67,14 +70,16 @@ def versions() -> dict:
     import contrastive_nb
 
     return {"python": platform.python_version(), "torch": torch.__version__,
-            "torchvision": torchvision.__version__, "numpy": numpy.__version__, "pandas": pd.__version__,
-            "contrastive_nb": contrastive_nb.__version__}
+            "torchvision": torchvision.__version__, "numpy": numpy.__version__,
+            "pandas": pd.__version__, "contrastive_nb": contrastive_nb.__version__}
 
 
 def machine() -> dict:
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")),
-               platform.processor()) if Path("/proc/cpuinfo").exists() else platform.processor()
-    return {"system": platform.system(), "arch": platform.machine(), "cpu": cpu, "cpu_count": os.cpu_count(),
+    info = Path("/proc/cpuinfo")
+    names = [x.split(":", 1)[1].strip() for x in info.read_text().splitlines()
+             if x.startswith("model name")] if info.exists() else []
+    return {"system": platform.system(), "arch": platform.machine(),
+            "cpu": names[0] if names else platform.processor(), "cpu_count": os.cpu_count(),
             "device": "cpu", "torch_threads_per_run": 1}
 
 
@@ -84,12 +89,15 @@ def publish(sweep: Path, commit: str | None = None):
         shutil.copyfile(sweep / name, HERE / name)
     ok = res[res["status"] == "ok"]
     secs = ok["seconds"] if "seconds" in ok else pd.Series(dtype=float)
-    commit = commit or subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
-                                      text=True, cwd=HERE).stdout.strip() or None
-    prov = {"sweep_file": "nbs/tutorials/suncet_fashion.yaml", "notebook": "nbs/tutorials/suncet_digits.ipynb",
-            "commit": commit, "date": time.strftime("%Y-%m-%d"), "versions": versions(), "machine": machine(),
+    commit = commit or subprocess.run(["git", "describe", "--always", "--dirty"],
+                                      capture_output=True, text=True,
+                                      cwd=HERE).stdout.strip() or None
+    prov = {"sweep_file": "nbs/tutorials/suncet_fashion.yaml",
+            "notebook": "nbs/tutorials/suncet_digits.ipynb", "commit": commit,
+            "date": time.strftime("%Y-%m-%d"), "versions": versions(), "machine": machine(),
             "runs": int(len(res)), "runs_ok": int(len(ok)),
-            "seconds_per_run": {"mean": float(secs.mean()), "max": float(secs.max())} if len(secs) else None,
+            "seconds_per_run": ({"mean": float(secs.mean()), "max": float(secs.max())}
+                                if len(secs) else None),
             "files": ["results.parquet", "summary.csv", "accuracy_vs_compute.png"],
             "figure": "accuracy_vs_compute.png drawn from results.parquet by publish.py"}
     (HERE / "provenance.json").write_text(json.dumps(prov, indent=1) + "\n")
