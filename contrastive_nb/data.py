@@ -31,8 +31,9 @@ from contrastive_nb.core import (
 )
 
 # %% auto #0
-__all__ = ['TORCHVISION_DATASETS', 'CIFAR100_FINE_TO_COARSE', 'CIFAR100_SUPERCLASSES', 'COARSE_SCHEMES', 'BACKGROUNDS',
-           'TensorImageDataset', 'load_digits', 'torchvision_dataset', 'image_folder_dataset', 'CSVImageDataset',
+__all__ = ['TORCHVISION_DATASETS', 'FASHION_MNIST_FILES', 'FASHION_MNIST_DIRS', 'CIFAR100_FINE_TO_COARSE',
+           'CIFAR100_SUPERCLASSES', 'COARSE_SCHEMES', 'BACKGROUNDS', 'TensorImageDataset', 'load_digits',
+           'torchvision_dataset', 'fashion_mnist', 'as_tensor_dataset', 'image_folder_dataset', 'CSVImageDataset',
            'csv_image_dataset', 'item_paths', 'dataset_fingerprint', 'check_dataset', 'labeled_fraction_split',
            'k_shot_split', 'long_tail_subsample', 'noisy_labels', 'coarse_labels', 'coarse_u_subsample',
            'spurious_digits', 'waterbirds_dataset', 'check_disjoint', 'labels_fingerprint', 'save_split_manifest',
@@ -144,6 +145,8 @@ def torchvision_dataset(
     import torchvision.datasets as tvd
 
     check_choice("name", name, list(TORCHVISION_DATASETS))
+    if name == "fashion_mnist":  # also finds Debian's copy (see `fashion_mnist`)
+        return fashion_mnist(split, root, download=download, transform=transform)
     cls_name, layout = TORCHVISION_DATASETS[name]
     cls = getattr(tvd, cls_name)
     root = Path(root).expanduser()
@@ -167,6 +170,109 @@ def torchvision_dataset(
         targets = getattr(ds, "labels")
     ds.targets = np.asarray(targets, dtype=np.int64)
     return ds
+
+# %% ../nbs/01_data.ipynb #fe502871
+FASHION_MNIST_FILES = (
+    "train-images-idx3-ubyte",
+    "train-labels-idx1-ubyte",
+    "t10k-images-idx3-ubyte",
+    "t10k-labels-idx1-ubyte",
+)
+# where Debian's package `dataset-fashion-mnist` installs the four files (gzipped)
+FASHION_MNIST_DIRS = ("/usr/share/datasets/fashion-mnist",)
+
+
+def _idx_files(folder: Path) -> dict | None:
+    "The four Fashion-MNIST idx files in `folder` (each plain or `.gz`), or None if one is missing."
+    found = {}
+    for stem in FASHION_MNIST_FILES:
+        hits = [folder / n for n in (stem, stem + ".gz") if (folder / n).is_file()]
+        if not hits:
+            return None
+        found[stem] = hits[0]
+    return found
+
+
+def fashion_mnist(
+    split: str = "train",  # 'train' (60,000 images) or 'test' (10,000)
+    root=None,  # folder holding `FashionMNIST/raw/` (or receiving it with `download`), or None
+    download: bool = False,  # fetch the files into `root` when they are found nowhere (network)
+    # maps one image (a PIL image) to what `__getitem__` returns, or None
+    transform: Callable | None = None,
+    # further folders searched for the four files (default: Debian's location)
+    system_dirs: Sequence = FASHION_MNIST_DIRS,
+):
+    """torchvision's `FashionMNIST` read from `root/FashionMNIST/raw/`, else `system_dirs`, else
+    downloaded; `.targets` is an int64 array and `.source` the folder the files came from."""
+    import gzip
+    import shutil
+    import tempfile
+
+    import torchvision.datasets as tvd
+
+    check_choice("split", split, ["train", "test"])
+    places = ([Path(root).expanduser() / "FashionMNIST" / "raw"] if root is not None else [])
+    places += [Path(d) for d in system_dirs]
+    found = next(((p, f) for p in places if (f := _idx_files(p)) is not None), None)
+    if found is None:
+        if not download or root is None:
+            where = " nor in ".join(str(p) for p in places)
+            where = (f"neither in {where}" if len(places) > 1 else f"not in {where}") if places \
+                else "looked for nowhere (root=None, no system_dirs)"
+            raise FileNotFoundError(
+                f"Fashion-MNIST's four idx files ({', '.join(FASHION_MNIST_FILES)}; plain or .gz)"
+                f" are {where}: install them with `apt-get install dataset-fashion-mnist`, put"
+                " them in <root>/FashionMNIST/raw/, or pass download=True and a root."
+            )
+        ds = tvd.FashionMNIST(str(Path(root).expanduser()), train=split == "train",
+                              download=True, transform=transform)
+        source = Path(root).expanduser() / "FashionMNIST" / "raw"
+    else:
+        source, files = found
+        tmp = Path(tempfile.mkdtemp(prefix="fashion-mnist-"))
+        try:
+            raw = tmp / "FashionMNIST" / "raw"
+            raw.mkdir(parents=True)
+            for stem, f in files.items():
+                if f.suffix == ".gz":  # torchvision's reader takes uncompressed files only
+                    with gzip.open(f, "rb") as src, open(raw / stem, "wb") as dst:
+                        shutil.copyfileobj(src, dst)
+                else:
+                    (raw / stem).symlink_to(f.resolve())
+            ds = tvd.FashionMNIST(str(tmp), train=split == "train", transform=transform)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    ds.targets = np.asarray(ds.targets, dtype=np.int64)
+    ds.source = str(source)
+    return ds
+
+# %% ../nbs/01_data.ipynb #786ccbeb
+def as_tensor_dataset(
+    ds,  # a dataset of (image, label) pairs with `.targets`; images PIL or uint8 (H, W[, C])
+    size: int | None = None,  # resize to `size`×`size` (bilinear, antialiased); None: keep
+    classes=None,  # class names; None: `ds.classes` when it has them
+) -> TensorImageDataset:  # (n, C, H, W) float images in [0, 1]
+    "The images of `ds` as one `(n, C, H, W)` float tensor in [0, 1], its `.targets` as labels."
+    data = getattr(ds, "data", None)
+    if getattr(ds, "transform", None) is None and isinstance(data, (np.ndarray, torch.Tensor)):
+        x = torch.as_tensor(np.asarray(data))
+    else:
+        x = torch.stack([torch.from_numpy(np.asarray(ds[i][0]).copy()) for i in range(len(ds))])
+    if x.dtype != torch.uint8 or x.dim() not in (3, 4):
+        raise ValueError(
+            "`ds` must yield uint8 images (H, W) or (H, W, C) (PIL or arrays); got"
+            f" {x.dtype} images of shape {tuple(x.shape[1:])}"
+        )
+    x = (x.unsqueeze(1) if x.dim() == 3 else x.permute(0, 3, 1, 2)).float() / 255
+    if size is not None and tuple(x.shape[-2:]) != (check_int("size", size, 1),) * 2:
+        x = torch.cat([
+            torch.nn.functional.interpolate(
+                x[i : i + 4096], size=(size, size), mode="bilinear", antialias=True
+            ).clamp(0, 1)
+            for i in range(0, len(x), 4096)
+        ])
+    classes = classes if classes is not None else getattr(ds, "classes", None)
+    return TensorImageDataset(x.contiguous(), np.asarray(ds.targets), classes=classes)
 
 # %% ../nbs/01_data.ipynb #e391ff8f
 def image_folder_dataset(
@@ -857,6 +963,11 @@ COARSE_SCHEMES = {
     "cifar100_superclasses": (CIFAR100_FINE_TO_COARSE, CIFAR100_SUPERCLASSES),
     "digits_lt5": (np.array([0] * 5 + [1] * 5), ["<5", ">=5"]),
     "mnist_lt5": (np.array([0] * 5 + [1] * 5), ["<5", ">=5"]),
+    # Fashion-MNIST: tops (T-shirt/top, pullover, coat, shirt), shoes (sandal, sneaker, ankle boot),
+    # other (trouser, dress, bag)
+    "fashion_mnist_tops_shoes_other": (
+        np.array([0, 2, 0, 2, 0, 1, 0, 1, 2, 1]), ["top", "shoe", "other"]
+    ),
 }
 
 

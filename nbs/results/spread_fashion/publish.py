@@ -1,0 +1,41 @@
+"""Publish the coarse-to-fine study on Fashion-MNIST (spread_strata.ipynb, transfer section) into
+this folder: the run's results files and a provenance.json in the format of docs/notebooks.py
+(notebook, parameters, commit, date, files), with the versions, the machine and the seconds added.
+
+    contrastive-nb run nbs/tutorials/spread_strata.ipynb -p dataset fashion_mnist \\
+        -p image_size 14 -p n_images 5000 -p sections '["transfer"]' --name spread_fashion
+    PYTHONPATH=. python nbs/results/spread_fashion/publish.py runs/spread_fashion [--commit SHA]
+"""
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[2]
+sys.path.insert(0, str(ROOT / "docs"))
+sys.path.insert(0, str(ROOT / "nbs" / "results" / "suncet_fashion"))
+from notebooks import stage_results  # noqa: E402
+from publish import machine, versions  # noqa: E402  (suncet_fashion/publish.py)
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("run")
+    ap.add_argument("--commit", help="the commit the run was made at (default: git describe)")
+    a = ap.parse_args()
+    run = Path(a.run)
+    status = json.loads((run / "status.json").read_text())
+    if status["status"] != "ok":
+        raise SystemExit(f"{run} did not end ok: nothing published")
+    nb = ROOT / "nbs" / "tutorials" / "spread_strata.ipynb"
+    tmp, files = stage_results(run, HERE, nb, ROOT)
+    prov = json.loads((tmp / "provenance.json").read_text())
+    if a.commit:
+        prov["commit"] = a.commit
+    prov.update(versions=versions(), machine=machine(), seconds=status["seconds"])
+    (tmp / "provenance.json").write_text(json.dumps(prov, indent=1) + "\n")
+    for f in tmp.iterdir():
+        shutil.move(str(f), HERE / f.name)
+    tmp.rmdir()
+    print("published:", sorted(p.name for p in HERE.iterdir()))
