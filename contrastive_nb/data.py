@@ -34,11 +34,11 @@ from contrastive_nb.core import (
 __all__ = ['TORCHVISION_DATASETS', 'FASHION_MNIST_FILES', 'FASHION_MNIST_DIRS', 'CIFAR100_FINE_TO_COARSE',
            'CIFAR100_SUPERCLASSES', 'COARSE_SCHEMES', 'BACKGROUNDS', 'TensorImageDataset', 'load_digits',
            'torchvision_dataset', 'fashion_mnist', 'as_tensor_dataset', 'image_folder_dataset', 'CSVImageDataset',
-           'csv_image_dataset', 'item_paths', 'dataset_fingerprint', 'check_dataset', 'labeled_fraction_split',
-           'k_shot_split', 'long_tail_subsample', 'noisy_labels', 'coarse_labels', 'coarse_u_subsample',
-           'spurious_digits', 'waterbirds_dataset', 'check_disjoint', 'labels_fingerprint', 'save_split_manifest',
-           'load_split_manifest', 'train_val_test_split', 'ClassStratifiedBatchSampler', 'EpochBatchSampler',
-           'CyclingIterator']
+           'csv_image_dataset', 'item_paths', 'file_manifest_path', 'dataset_fingerprint', 'check_dataset',
+           'labeled_fraction_split', 'k_shot_split', 'long_tail_subsample', 'noisy_labels', 'coarse_labels',
+           'coarse_u_subsample', 'spurious_digits', 'waterbirds_dataset', 'check_disjoint', 'labels_fingerprint',
+           'save_split_manifest', 'load_split_manifest', 'train_val_test_split', 'ClassStratifiedBatchSampler',
+           'EpochBatchSampler', 'CyclingIterator']
 
 # %% ../nbs/01_data.ipynb #47b92b4a
 class TensorImageDataset(Dataset):
@@ -559,11 +559,53 @@ def _file_key(st: os.stat_result) -> tuple:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _file_digest(path) -> str:
-    "SHA-256 of a file's bytes, cached per process under `_file_key` (taken before the read)."
+def file_manifest_path() -> Path:  # `$CONTRASTIVE_NB_CACHE/files.json`
+    """Where checked image files are remembered between processes (digest, size, header, keyed on
+    path, inode, size and times): `$CONTRASTIVE_NB_CACHE` or `~/.cache/contrastive_nb`."""
+    root = os.environ.get("CONTRASTIVE_NB_CACHE") or Path.home() / ".cache" / "contrastive_nb"
+    return Path(root) / "files.json"
+
+
+def _manifest_read() -> dict:
+    "The manifest as a dict (empty when missing or unreadable: it is only a cache)."
+    try:
+        m = json.loads(file_manifest_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return m if isinstance(m, dict) else {}
+
+
+def _manifest_add(new: dict):
+    "Merge `new` entries into the manifest under a file lock (processes and ranks share it)."
+    if not new:
+        return
+    from filelock import FileLock
+
+    path = file_manifest_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path) + ".lock"):
+        m = {k: v for k, v in _manifest_read().items() if os.path.exists(k)}  # drop gone files
+        m.update(new)
+        atomic_write_json(path, m)
+
+
+def _known(entry, key: tuple) -> bool:
+    "Whether a manifest entry describes the file as it is now (the same `_file_key`)."
+    return isinstance(entry, dict) and entry.get("key") == list(key) and "sha256" in entry
+
+
+def _file_digest(path, known: dict | None = None, new: dict | None = None) -> str:
+    """SHA-256 of a file's bytes, cached per process under `_file_key` (taken before the read) and
+    across processes in the manifest `known` (new digests are added to `new`)."""
     key = _file_key(os.stat(path))
     if key not in _FILE_DIGESTS:
-        _FILE_DIGESTS[key] = file_sha256(path)
+        entry = (known or {}).get(str(Path(path).resolve()))
+        if _known(entry, key):
+            _FILE_DIGESTS[key] = entry["sha256"]
+        else:
+            _FILE_DIGESTS[key] = file_sha256(path)
+            if new is not None:
+                new[str(Path(path).resolve())] = {"key": list(key), "sha256": _FILE_DIGESTS[key]}
     return _FILE_DIGESTS[key]
 
 
@@ -596,8 +638,11 @@ def dataset_fingerprint(
         )
         h.update(f"{arr.dtype.str}{arr.shape}".encode())
         h.update(arr.tobytes())
-    for p in item_paths(ds) or []:
-        h.update(bytes.fromhex(_file_digest(p)))
+    paths = item_paths(ds) or []
+    known, new = (_manifest_read(), {}) if paths else ({}, {})
+    for p in paths:
+        h.update(bytes.fromhex(_file_digest(p, known, new)))
+    _manifest_add(new)
     return h.hexdigest()
 
 # %% ../nbs/01_data.ipynb #f4be866e
@@ -693,6 +738,7 @@ def check_dataset(
     from PIL import Image
 
     headers = {}  # (width, height, mode) → item indices
+    known, new = _manifest_read(), {}  # files checked before, by any process, unchanged since
     bar = progress if progress is not None else len(paths) > 2000
     for i, p in enumerate(tqdm(paths, desc=f"checking {name}", unit="file", disable=not bar)):
         p = Path(p)
@@ -700,6 +746,11 @@ def check_dataset(
             raise FileNotFoundError(f"`{name}`: {where(i)}: image file {p} does not exist")
         # before the read: a write during it changes the key
         key = _file_key(p.stat())
+        entry = known.get(str(p.resolve()))
+        if _known(entry, key) and "header" in entry:
+            headers.setdefault(tuple(entry["header"]), []).append(i)
+            _FILE_DIGESTS[key] = entry["sha256"]
+            continue
         data = p.read_bytes()
         if not data:
             raise ValueError(f"`{name}`: {where(i)}: image file {p} is empty (0 bytes)")
@@ -713,8 +764,11 @@ def check_dataset(
             raise ValueError(
                 f"`{name}`: {where(i)}: {p} is not a readable image ({type(e).__name__}: {e})"
             ) from None
-        # dataset_fingerprint reuses this read
+        # dataset_fingerprint reuses this read; later processes reuse the whole check
         _FILE_DIGESTS[key] = hashlib.sha256(data).hexdigest()
+        new[str(p.resolve())] = {"key": list(key), "sha256": _FILE_DIGESTS[key],
+                                 "header": [*im.size, im.mode]}
+    _manifest_add(new)
     _check_item_shapes(ds, name, headers, where)
     return n
 
