@@ -683,6 +683,29 @@ def _check_item_shapes(ds, name: str, headers: dict, where) -> None:
             )
 
 
+def _image_header(
+    p: Path,  # an image file that exists
+    where: str,  # how errors name it (argument and item)
+) -> tuple:  # ((width, height, mode), SHA-256 of its bytes)
+    "The header and digest of an image file that is not empty and decodes; raises naming it."
+    from PIL import Image
+
+    data = p.read_bytes()
+    if not data:
+        raise ValueError(f"{where}: image file {p} is empty (0 bytes)")
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            im.verify()
+        with Image.open(io.BytesIO(data)) as im:
+            im.load()
+            header = (*im.size, im.mode)
+    except Exception as e:
+        raise ValueError(
+            f"{where}: {p} is not a readable image ({type(e).__name__}: {e})"
+        ) from None
+    return header, hashlib.sha256(data).hexdigest()
+
+
 def check_dataset(
     ds,  # the dataset to check
     name: str = "dataset",  # what errors call it (e.g. 'labeled')
@@ -735,8 +758,6 @@ def check_dataset(
             )
     if not files or paths is None:
         return n
-    from PIL import Image
-
     headers = {}  # (width, height, mode) → item indices
     known, new = _manifest_read(), {}  # files checked before, by any process, unchanged since
     bar = progress if progress is not None else len(paths) > 2000
@@ -747,27 +768,13 @@ def check_dataset(
         # before the read: a write during it changes the key
         key = _file_key(p.stat())
         entry = known.get(str(p.resolve()))
-        if _known(entry, key) and "header" in entry:
-            headers.setdefault(tuple(entry["header"]), []).append(i)
-            _FILE_DIGESTS[key] = entry["sha256"]
-            continue
-        data = p.read_bytes()
-        if not data:
-            raise ValueError(f"`{name}`: {where(i)}: image file {p} is empty (0 bytes)")
-        try:
-            with Image.open(io.BytesIO(data)) as im:
-                im.verify()
-            with Image.open(io.BytesIO(data)) as im:
-                im.load()
-                headers.setdefault((*im.size, im.mode), []).append(i)
-        except Exception as e:
-            raise ValueError(
-                f"`{name}`: {where(i)}: {p} is not a readable image ({type(e).__name__}: {e})"
-            ) from None
-        # dataset_fingerprint reuses this read; later processes reuse the whole check
-        _FILE_DIGESTS[key] = hashlib.sha256(data).hexdigest()
-        new[str(p.resolve())] = {"key": list(key), "sha256": _FILE_DIGESTS[key],
-                                 "header": [*im.size, im.mode]}
+        if _known(entry, key) and "header" in entry:  # checked before, unchanged since
+            header, digest = tuple(entry["header"]), entry["sha256"]
+        else:
+            header, digest = _image_header(p, f"`{name}`: {where(i)}")
+            new[str(p.resolve())] = {"key": list(key), "sha256": digest, "header": list(header)}
+        headers.setdefault(header, []).append(i)
+        _FILE_DIGESTS[key] = digest  # dataset_fingerprint reuses this read
     _manifest_add(new)
     _check_item_shapes(ds, name, headers, where)
     return n

@@ -133,10 +133,12 @@ def test_cless_longtail_twin(tmp_path):
     assert not files["train"] & files["test"] and not files["train"] & files["dev"] and not files["dev"] & files["test"]
     res = pd.read_parquet(run / "results.parquet")
     assert res["ap_micro"].between(0, 1).all() and res["ap_macro"].between(0, 1).all()
-    # 4 zero-shot baselines x 2 seeds; 2 set-ups x 2 seeds; 2 fractions x 2 seeds; 2 label fractions x 3 models x 2 seeds
-    assert res.section.value_counts().to_dict() == {"zero_shot": 8, "fig4_left": 4, "fig4_right": 4, "fig5": 12}
+    # 6 zero-shot-section baselines x 2 seeds (ZeroR, class prior, tag-word overlap and counts, fastText, MiniLM);
+    # 2 set-ups x 2 seeds; 2 fractions x 2 seeds; 2 label fractions x 3 models x 2 seeds
+    assert res.section.value_counts().to_dict() == {"zero_shot": 12, "fig4_left": 4, "fig4_right": 4, "fig5": 12}
     zs = res[res.section == "zero_shot"]
-    assert set(zs.model) == {"ZeroR", "tag-word overlap", "fastText cosine", "MiniLM cosine"}
+    assert set(zs.model) == {"ZeroR", "class prior", "tag-word overlap", "tag-word counts + prior",
+                             "fastText cosine", "MiniLM cosine"}
     assert zs.groupby("model").ap_micro.nunique().eq(1).all()                  # training-free: the same every seed
     right = res[res.section == "fig4_right"]
     assert (right.epochs * right.pretrain_fraction).eq(1).all()                 # equal updates: epochs x share is constant
@@ -149,7 +151,8 @@ def test_cless_longtail_twin(tmp_path):
     assert {"CLESS pretrained", "CLESS no pretraining", "PLM", "CLESS zero-shot", "MiniLM cosine", "ZeroR"} <= set(bins.model)
     claims = pd.read_parquet(run / "claims.parquet")
     _check_claims(claims)
-    assert {"zero-shot CLESS beats MiniLM cosine", "zero-shot CLESS beats tag-word overlap"} <= set(claims.claim)
+    assert {"zero-shot CLESS beats MiniLM cosine", "zero-shot CLESS beats tag-word overlap",
+            "zero-shot CLESS beats class prior", "zero-shot CLESS beats tag-word counts + prior"} <= set(claims.claim)
     assert claims.claim.str.contains("retains more AP").any() and claims.claim.str.contains("bin 4").any()
     for name in ["fig4_zero_shot.png", "fig5_few_shot.png", "fig6_ap_per_bin.png"]:
         assert (run / name).stat().st_size > 10_000, name
