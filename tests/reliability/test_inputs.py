@@ -1,5 +1,6 @@
 """Bad input is caught before training, with the file, CSV line or class named; and the losses' edge cases under
-bf16 autocast give finite values and gradients within tolerance of the literal float64 references."""
+bf16 autocast give finite values and gradients within tolerance of the literal float64 references, for every loss
+term the engine registers."""
 import csv
 
 import numpy as np
@@ -135,23 +136,49 @@ CASES = {   # name: (N items, labels of the N items, temperature, duplicate rows
     "duplicate-embeddings": (6, [0, 1, 0, 1, 0, 1], 0.1, True),
     "tau-0.01": (6, [0, 1, 2, 0, 1, 2], 0.01, False),
 }
-LOSSES = ["nt_xent", "suncet", "supcon-out", "supcon-in", "spread"]
+def _ce(z1, z2, y, tau):
+    "The engine's `ce` term itself, on the two views taken as classifier logits."
+    from contrastive_nb.train import LOSS_TERMS, Projections
+    return LOSS_TERMS["ce"]()(Projections(z1, z2, y, (z1, z2), y)), None
+
+
+def _ref_ce(z1, z2, y, tau):
+    "Cross-entropy written out in float64: the mean over items of logsumexp(row) − row[label], over both views."
+    return sum(sum(torch.logsumexp(z[i], 0) - z[i, y[i]] for i in range(len(y))) / len(y) for z in (z1, z2)) / 2
+
+
+# every loss with its literal float64 reference: the edge cases below run over all of them, and every loss term
+# the engine registers must appear here (a term registered without a reference fails
+# `test_every_engine_loss_term_has_a_float64_reference`). fast: (z1, z2, y, tau) → (value, stats or None)
+PAIRS = {
+    "nt_xent": (lambda z1, z2, y, tau: (nt_xent(z1, z2, tau), None), lambda z1, z2, y, tau: ref_nt_xent(z1, z2, tau)),
+    "spread": (lambda z1, z2, y, tau: (spread(z1, z2, y, tau), None),
+               lambda z1, z2, y, tau: ref_spread(z1, z2, y, tau, 0.5)),
+    # SuNCEt and SupCon on the N samples of the first view (the papers' M labeled samples), so a singleton class or
+    # a batch of one leaves anchors without a positive
+    "suncet": (lambda z1, z2, y, tau: suncet(z1, y, tau, return_stats=True),
+               lambda z1, z2, y, tau: ref_suncet(z1, y, tau)),
+    "supcon-out": (lambda z1, z2, y, tau: supcon(z1, y, tau, variant="out", return_stats=True),
+                   lambda z1, z2, y, tau: ref_supcon(z1, y, tau, "out")),
+    "supcon-in": (lambda z1, z2, y, tau: supcon(z1, y, tau, variant="in", return_stats=True),
+                  lambda z1, z2, y, tau: ref_supcon(z1, y, tau, "in")),
+    "ce": (_ce, _ref_ce),
+}
+LOSSES = list(PAIRS)
 
 
 def _fast(name, z1, z2, y, tau):
-    """The library loss: NT-Xent and L_spread on the two views; SuNCEt and SupCon on the N samples of the first
-    view (the papers' M labeled samples), so a singleton class or a batch of one leaves anchors without a positive."""
-    if name == "nt_xent": return nt_xent(z1, z2, tau), None
-    if name == "spread": return spread(z1, z2, y, tau), None
-    if name == "suncet": return suncet(z1, y, tau, return_stats=True)
-    return supcon(z1, y, tau, variant=name.split("-")[1], return_stats=True)
+    return PAIRS[name][0](z1, z2, y, tau)
 
 
 def _ref(name, z1, z2, y, tau):
-    if name == "nt_xent": return ref_nt_xent(z1, z2, tau)
-    if name == "spread": return ref_spread(z1, z2, y, tau, 0.5)
-    if name == "suncet": return ref_suncet(z1, y, tau)
-    return ref_supcon(z1, y, tau, name.split("-")[1])
+    return PAIRS[name][1](z1, z2, y, tau)
+
+
+def test_every_engine_loss_term_has_a_float64_reference():
+    from contrastive_nb.train import LOSS_TERMS
+    missing = set(LOSS_TERMS) - {k.split("-")[0] for k in PAIRS}
+    assert not missing, f"loss terms without a float64 reference in PAIRS: {sorted(missing)}"
 
 
 def _views(n, dup, seed=0):
