@@ -166,11 +166,6 @@ def crop_resize(
 
 
 # %% ../nbs/02_augment.ipynb #a8b89776
-def _gray(x: torch.Tensor) -> torch.Tensor:
-    "Luma of RGB images `(B, 3, H, W)`: `(B, 1, H, W)` (torchvision's weights)."
-    return 0.2989 * x[:, 0:1] + 0.587 * x[:, 1:2] + 0.114 * x[:, 2:3]
-
-
 def _shift_hue(x: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
     """Rotate the hue of RGB images in [0, 1] by `shift` (B,) turns: RGB → HSV → RGB, branch-free
     (torchvision's formulas)."""
@@ -221,10 +216,10 @@ def color_jitter(
         if k == 0 and brightness > 0:
             out = (out * col(fb)).clamp(0, 1)
         elif k == 1 and contrast > 0:
-            mean = _gray(out).mean((1, 2, 3), keepdim=True)
+            mean = T.functional.rgb_to_grayscale(out).mean((1, 2, 3), keepdim=True)
             out = (col(fc) * out + (1 - col(fc)) * mean).clamp(0, 1)
         elif k == 2 and saturation > 0:
-            out = (col(fs) * out + (1 - col(fs)) * _gray(out)).clamp(0, 1)
+            out = (col(fs) * out + (1 - col(fs)) * T.functional.rgb_to_grayscale(out)).clamp(0, 1)
         elif k == 3 and hue > 0:
             out = _shift_hue(out, fh)
     return torch.where(col(u[:, 4] < p), out, x)
@@ -288,7 +283,7 @@ class BatchViews(nn.Module):
         out = crop_resize(x, boxes, self.size, flip)
         out = color_jitter(out, 0.8 * s, 0.8 * s, 0.8 * s, 0.2 * s, p=0.8)
         gray = torch.rand(B, device=x.device)[:, None, None, None] < 0.2
-        out = torch.where(gray, _gray(out).expand_as(out), out)
+        out = torch.where(gray, T.functional.rgb_to_grayscale(out, 3), out)
         if not self.normalize:
             return out
         if self.mean.device != x.device:  # the module itself may stay on the host: copy once

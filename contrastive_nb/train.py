@@ -433,12 +433,19 @@ def _host_floats(
     return out
 
 
+def _max_abs(
+    tensors: list,  # non-empty, on one device
+) -> torch.Tensor:  # 0-d: the largest |value| (finite for finite tensors; NaN propagates)
+    "The largest absolute value over all tensors: one fused device reduction, no host read."
+    return torch.stack(torch._foreach_norm([t.detach() for t in tensors], math.inf)).max()
+
+
 def _all_finite(
     tensors,  # tensors on one device
 ) -> bool:  # whether every value of every tensor is finite (one host read)
-    "Whether all values are finite: one fused device reduction, one read."
-    ts = [t.detach() for t in tensors]
-    return not ts or bool(torch.stack(torch._foreach_norm(ts, math.inf)).max().isfinite())
+    "Whether all values are finite (`_max_abs`, then one read)."
+    ts = list(tensors)
+    return not ts or bool(_max_abs(ts).isfinite())
 
 
 @dataclass
@@ -599,17 +606,6 @@ def _listed(ckpt_dir: Path) -> list:
     for p in sorted(ckpt_dir.glob("ckpt-*.pt"), reverse=True):
         meta = _read_meta(p.with_suffix(".json"))
         if meta is not None and meta["path"] == p.name and meta.get("bytes") == p.stat().st_size:
-            out.append((p, meta["sha256"]))
-    return out
-
-
-def _verified(ckpt_dir: Path) -> list:
-    """`(path, sha256)` of the checkpoints whose sidecar is readable and whose file's bytes match
-    it, newest first."""
-    out = []
-    for p in sorted(ckpt_dir.glob("ckpt-*.pt"), reverse=True):
-        meta = _read_meta(p.with_suffix(".json"))
-        if meta is not None and meta["path"] == p.name and file_sha256(p) == meta["sha256"]:
             out.append((p, meta["sha256"]))
     return out
 
@@ -1385,7 +1381,7 @@ class FiniteChecks(Hook):
         the largest |gradient|); read the pending ones when `every` are due."""
         grads = [p.grad for p in run.state.model.parameters() if p.grad is not None]
         # max |g| stays finite for finite gradients (a norm could overflow); NaN propagates
-        g = torch.stack(torch._foreach_norm(grads, math.inf)).max().reshape(1).float()
+        g = _max_abs(grads).reshape(1).float()
         bad_in = [m.sum().reshape(1).float() for m in step.checks["inputs"]]
         self.pending.append((step, torch.cat([*bad_in, step.checks["parts"], g])))
         if len(self.pending) >= self.every:
