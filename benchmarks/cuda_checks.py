@@ -9,7 +9,7 @@ buffer bit for bit. Writes JSON to `--out` (default `nbs/results/bench_step/cuda
 """
 from __future__ import annotations
 
-import argparse, datetime, json, os, tempfile, warnings
+import argparse, dataclasses, datetime, json, os, tempfile, warnings
 from pathlib import Path
 
 import torch
@@ -19,7 +19,8 @@ def _run(run_dir, stop_after_epoch, runtime, seed=0):
     from contrastive_nb.augment import BatchViews
     from contrastive_nb.data import ClassStratifiedBatchSampler, TensorImageDataset
     from contrastive_nb.models import ContrastiveModel, ProjectionHead, SmallConvNet
-    from contrastive_nb.train import LossTerm, fit, load_checkpoint
+    from contrastive_nb.checkpoint import load_checkpoint
+    from contrastive_nb.train import Checkpointing, LabeledData, LossTerm, fit
     g = torch.Generator().manual_seed(0)
     x = torch.randint(0, 256, (1024, 3, 32, 32), generator=g).float() / 255
     y = torch.arange(1024) % 10
@@ -28,15 +29,17 @@ def _run(run_dir, stop_after_epoch, runtime, seed=0):
     enc = SmallConvNet(in_channels=3)
     model = ContrastiveModel(enc, ProjectionHead(enc.feature_dim, 128, 64))
     terms = [LossTerm("nt_xent"), LossTerm("suncet", until_epoch=2)]
-    kw = dict(epochs=2, batch_size=128, labeled=lab, run_dir=run_dir, device="cuda", progress=False,
-              validate=False, runtime=runtime)
+    runtime = dataclasses.replace(runtime, device="cuda", progress=False, validate=False)
+    kw = dict(epochs=2, batch_size=128, runtime=runtime)
     sampler = lambda: ClassStratifiedBatchSampler(lab.targets, 10, 4, seed=0)
-    fit(model, ds, terms, BatchViews("cifar"), labeled_sampler=sampler(), stop_after_epoch=stop_after_epoch, **kw)
+    fit(model, ds, terms, BatchViews("cifar"), labeled=LabeledData(lab, sampler()),
+        checkpoints=Checkpointing(run_dir, stop_after_epoch=stop_after_epoch), **kw)
     if stop_after_epoch is not None:
         torch.manual_seed(123)          # a different process state: the checkpoint must restore it
         enc = SmallConvNet(in_channels=3)
         model = ContrastiveModel(enc, ProjectionHead(enc.feature_dim, 128, 64))
-        fit(model, ds, terms, BatchViews("cifar"), labeled_sampler=sampler(), **kw)
+        fit(model, ds, terms, BatchViews("cifar"), labeled=LabeledData(lab, sampler()),
+            checkpoints=Checkpointing(run_dir), **kw)
     return load_checkpoint(Path(run_dir) / "checkpoints")
 
 

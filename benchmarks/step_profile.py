@@ -169,17 +169,25 @@ class _Counted:
         return Counted()
 
 
-def profile(method: str, batch: int, updates: int, device: str, **fit_kw) -> dict:
-    from contrastive_nb.train import fit
+def profile(method: str, batch: int, updates: int, device: str) -> dict:
+    from contrastive_nb.train import LabeledData, RuntimeOptions, fit
     ds, terms, views, labeled, sampler = setup(method, batch, updates)
     counter, reads = OpCounter(), collections.Counter()
     hook = _Counted(counter, reads)
     model = make_model()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit(model, ds, terms, views.to(device), epochs=2, batch_size=batch, labeled=labeled,
-            labeled_sampler=sampler, device=device, validate=False, hooks=[hook], progress=True,
-            **fit_kw)
+        fit(
+            model,
+            ds,
+            terms,
+            views.to(device),
+            epochs=2,
+            batch_size=batch,
+            labeled=LabeledData(labeled, sampler),
+            runtime=RuntimeOptions(device=device, validate=False, progress=True),
+            hooks=[hook],
+        )
     n = updates
     host = sum(v for k, v in reads.items() if not k.startswith("at "))
     return {
@@ -193,9 +201,9 @@ def profile(method: str, batch: int, updates: int, device: str, **fit_kw) -> dic
     }
 
 
-def throughput(batch: int, updates: int, device: str, **fit_kw) -> dict:
+def throughput(batch: int, updates: int, device: str) -> dict:
     "Images/s of `fit` (default hooks, progress bar on) over its second epoch."
-    from contrastive_nb.train import fit, Hook
+    from contrastive_nb.train import Hook, RuntimeOptions, fit
     ds, terms, views, _, _ = setup("simclr", batch, updates)
     times = {}
 
@@ -212,15 +220,23 @@ def throughput(batch: int, updates: int, device: str, **fit_kw) -> dict:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit(make_model(), ds, terms, views.to(device), epochs=2, batch_size=batch, device=device,
-            validate=False, hooks=[Clock()], **fit_kw)
+        fit(
+            make_model(),
+            ds,
+            terms,
+            views.to(device),
+            epochs=2,
+            batch_size=batch,
+            runtime=RuntimeOptions(device=device, validate=False),
+            hooks=[Clock()],
+        )
     return {"batch": batch, "updates": updates, "device": device,
             "images_per_s": batch * updates / times[1], "epoch_s": times[1]}
 
 
 def cuda_sync_warnings(method: str, batch: int, updates: int) -> dict:
     "The same epoch on CUDA under torch's sync debug mode: each synchronising call warns once."
-    from contrastive_nb.train import fit, Hook
+    from contrastive_nb.train import Hook, LabeledData, RuntimeOptions, fit
     ds, terms, views, labeled, sampler = setup(method, batch, updates)
     caught = []
 
@@ -234,8 +250,17 @@ def cuda_sync_warnings(method: str, batch: int, updates: int) -> dict:
 
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        fit(make_model(), ds, terms, views.to("cuda"), epochs=2, batch_size=batch, labeled=labeled,
-            labeled_sampler=sampler, device="cuda", validate=False, hooks=[Debug()])
+        fit(
+            make_model(),
+            ds,
+            terms,
+            views.to("cuda"),
+            epochs=2,
+            batch_size=batch,
+            labeled=LabeledData(labeled, sampler),
+            runtime=RuntimeOptions(device="cuda", validate=False),
+            hooks=[Debug()],
+        )
         caught = [x for x in w if "synchroniz" in str(x.message).lower()]
     sites = collections.Counter(f"{Path(x.filename).name}:{x.lineno}" for x in caught)
     return {"method": method, "batch": batch, "updates": updates,

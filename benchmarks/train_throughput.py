@@ -45,7 +45,7 @@ def bench_ours(images_u8, batch, steps, dev, amp):
     epoch of `steps` updates is timed (the first warms up: cuDNN's algorithm search, allocator)."""
     from contrastive_nb.augment import BatchViews
     from contrastive_nb.data import TensorImageDataset
-    from contrastive_nb.train import Hook, LossTerm, fit
+    from contrastive_nb.train import Hook, LossTerm, Optimization, RuntimeOptions, fit
     n = batch * steps
     x = torch.as_tensor(images_u8[:n]).permute(0, 3, 1, 2).float().div(255)        # (n, 3, 32, 32) in [0, 1]
     ds = TensorImageDataset(x, np.zeros(n, dtype=np.int64))
@@ -58,8 +58,17 @@ def bench_ours(images_u8, batch, steps, dev, amp):
         def after_epoch(self, run, record):
             sync(dev); times[record["epoch"] - 1] = time.perf_counter() - times[record["epoch"] - 1]
 
-    fit(make_model(), ds, [LossTerm("nt_xent", temperature=0.5)], BatchViews("cifar"), epochs=2,
-        batch_size=batch, lr=0.3, device=str(dev), amp=amp, validate=False, hooks=[Clock()])
+    fit(
+        make_model(),
+        ds,
+        [LossTerm("nt_xent", temperature=0.5)],
+        BatchViews("cifar"),
+        epochs=2,
+        batch_size=batch,
+        optim=Optimization(lr=0.3),
+        runtime=RuntimeOptions(device=str(dev), amp=amp, validate=False),
+        hooks=[Clock()],
+    )
     step = times[1] / steps
     return {"images_per_s": batch / step, "step_s": step, "augment_s": None, "fwd_bwd_s": None}
 

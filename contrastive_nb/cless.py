@@ -15,10 +15,10 @@ from torch import nn
 
 from .core import batched_inference, check_int, check_range
 from .losses import binary_nce
-from .train import fit_epochs
 from contrastive_nb.text import (
     Vocab,
     feature_rows,
+    fit_on_dev,
     freeze_bottom,
     load_plm,
     plm_features,
@@ -278,9 +278,9 @@ def train_cless(
             labels = label_words[tag_idx]
         return binary_nce(model(xb, labels), targets, mask)
 
-    dev_ap = None if dev is None else (lambda: _dev_ap(dev[1], score_tags(model, dev[0], dev[2])))
+    dev_ap = None if dev is None else (lambda m: _dev_ap(dev[1], score_tags(m, dev[0], dev[2])))
     try:
-        return fit_epochs(model, opt, len(texts), epochs, batch_size, rng, batch_loss, dev_ap,
+        return fit_on_dev(model, opt, len(texts), epochs, batch_size, rng, batch_loss, dev_ap,
                           "dev_ap_micro", log=log)
     finally:
         model.E.weight.requires_grad_(was_trainable)
@@ -480,7 +480,7 @@ def train_plm_tagger(
     batch_loss = lambda idx: F.binary_cross_entropy_with_logits(
         tagger(*feature_rows(feats, idx, devc)), y[idx].to(devc)
     )
-    dev_ap = None if dev is None else (lambda: _dev_ap(dev[1], score_plm(tagger, dev[0])))
-    return fit_epochs(
+    dev_ap = None if dev is None else (lambda m: _dev_ap(dev[1], score_plm(m, dev[0])))
+    return fit_on_dev(
         tagger, opt, len(y), epochs, batch_size, rng, batch_loss, dev_ap, "dev_ap_micro", log=log
     )

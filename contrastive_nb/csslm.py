@@ -31,6 +31,7 @@ from contrastive_nb.text import (
     TEXT_DATASETS,
     docstring_corpus,
     feature_rows,
+    fit_on_dev,
     freeze_bottom,
     jsonl_records,
     load_plm,
@@ -38,12 +39,12 @@ from contrastive_nb.text import (
     plm_features,
     plm_hidden,
 )
-from .train import fit_epochs
+
 
 # %% auto #0
 __all__ = ['SST5_CLASSES', 'TASK_PACKAGES', 'OTHER_CORPORA', 'SPECIAL_TOKENS', 'METHODS', 'LabeledTexts', 'read_task_jsonl',
            'read_sst', 'read_semeval_absa', 'load_hf_task', 'docstring_task', 'dataset_task', 'few_shot_split', 'CSSLM',
-           'feature_subset', 'encode', 'representations', 'predict', 'task_scores', 'RepresentationStore',
+           'feature_subset', 'encode', 'representations', 'predict', 'task_scores', 'RepresentationStore', 'CSSOptions',
            'train_csslm']
 
 # %% ../nbs/22_csslm.ipynb #979b7e98
@@ -896,43 +897,52 @@ def _corpus_state(model, feats, corpus_feats, n, k, levels, class_sums, backend,
     return store, memory, sets_out
 
 
+@dataclass(frozen=True)
+class CSSOptions:
+    "The settings of CSS-LM's contrastive terms and retrieval (`train_csslm`)."
+
+    levels: str = "dc"  # `'dc'` (L_D and L_C), `'d'` (L_D only) or `'c'` (L_C only)
+    k: int = 16  # corpus rows retrieved per anchor and set
+    temperature: float = 0.3  # τ > 0 of the contrastive terms
+    warmup_epochs: int = 1  # epochs with empty retrieved sets before retrieval starts
+    switch: bool = True  # drop the corpus terms once the dev accuracy drops (§4.2)
+    corpus_grad: bool = True  # encode the retrieved rows with gradients (the paper)
+    backend: str = "auto"  # retrieval backend of the `RepresentationStore`
+    corpus_batch: int = 256  # texts per forward pass when the corpus is encoded
+    class_sums: str = "batch"  # `'batch'` or `'all'` (L_C over all N labeled instances)
+
+
 def train_csslm(
     model: CSSLM,  # a `CSSLM`, trained in place
     feats: dict,  # `model.features(train_texts)`
     y,  # (n,) class ids of the training texts
     corpus_feats: dict | None = None,  # `model.features(corpus_texts)`; for the CSS methods
     method: str = "css-lm",  # `'standard'`, `'scf'`, `'css-lm-st'` or `'css-lm'`
-    levels: str = "dc",  # `'dc'` (L_D and L_C), `'d'` (L_D only) or `'c'` (L_C only)
-    k: int = 16,  # corpus rows retrieved per anchor and set
+    css: CSSOptions | None = None,  # the contrastive terms and retrieval (None: `CSSOptions()`)
     epochs: int = 10,  # passes over the training texts
     batch_size: int = 4,  # labeled anchors per AdamW step
     lr: float = 2e-5,  # AdamW learning rate of the encoder
     head_lr: float = 1e-3,  # AdamW learning rate of the new head
-    temperature: float = 0.3,  # τ > 0 of the contrastive terms
-    warmup_epochs: int = 1,  # epochs with empty retrieved sets before retrieval starts
-    switch: bool = True,  # drop the corpus terms once the dev accuracy drops (§4.2)
-    corpus_grad: bool = True,  # encode the retrieved rows with gradients (the paper)
     dev: tuple | None = None,  # `(dev_feats, dev_y)`: keep the best-accuracy epoch; None: last
     seed: int = 0,  # seed of the initialisation and batch order
-    backend: str = "auto",  # retrieval backend of the `RepresentationStore`
-    corpus_batch: int = 256,  # texts per forward pass when the corpus is encoded
-    class_sums: str = "batch",  # `'batch'` or `'all'` (L_C over all N labeled instances)
     log=None,  # called with each epoch's record (e.g. `print`); None: silent
-) -> dict:  # the `fit_epochs` record plus `switched_at`, `sets`, `steps`, `class_memory`
+) -> dict:  # `text.fit_on_dev`'s record plus `switched_at`, `sets`, `steps`, `class_memory`
     """Fine-tune `model` in place with `method`: `"standard"` (the cross-entropy L_CE, Eq. 8),
     `"scf"` (L_CE + SupCon L_CS on x, Eq. 1), `"css-lm-st"` (L_D + L_C + the cross-entropy on
     the labeled instances and on their retrieved positives P(i), pseudo-labeled with the
     anchor's class) or `"css-lm"` (L_CE + L_CSS + L_D + L_C, Eq. 9, then L_CE + L_CSS once the
-    dev accuracy drops); the last two retrieve from the corpus.
+    dev accuracy drops); the last two retrieve from the corpus (settings: `css`).
 
-    Returns the `fit_epochs` record plus `switched_at` (epoch or None), `sets` (the last
+    Returns `text.fit_on_dev`'s record plus `switched_at` (epoch or None), `sets` (the last
     retrieved P(i), P_D(i), P_C(i) per training row, −1 where never retrieved), `steps` and,
     with `class_sums="all"`, `class_memory` (the last c and P_C of every labeled instance).
     `class_sums`: "batch" — L_C's labeled sums and N_C(i) over the batch; "all" — over all N
     labeled instances, from a memory of their [CLASS] vectors and P_C sets refreshed as each
     instance is trained on (Eq. 7's j = 1…N)."""
+    o = _check_config_css(css)
+    levels, k, class_sums = o.levels, o.k, o.class_sums
     n, y, uses_corpus = _check_csslm_args(model, feats, y, corpus_feats, method, levels, k, epochs,
-                                          batch_size, warmup_epochs, temperature, class_sums)
+                                          batch_size, o.warmup_epochs, o.temperature, class_sums)
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     devc = next(model.head.parameters()).device
@@ -943,20 +953,29 @@ def train_csslm(
     store, memory, sets_out = None, None, {}
     if uses_corpus:
         store, memory, sets_out = _corpus_state(model, feats, corpus_feats, n, k, levels,
-                                                class_sums, backend, corpus_batch, devc)
-    step = _CSSLMLoss(model, feats, y, corpus_feats, method, levels, k, temperature,
-                      warmup_epochs, corpus_grad, store, memory, sets_out)
+                                                class_sums, o.backend, o.corpus_batch, devc)
+    step = _CSSLMLoss(model, feats, y, corpus_feats, method, levels, k, o.temperature,
+                      o.warmup_epochs, o.corpus_grad, store, memory, sets_out)
 
-    def dev_score():
-        s = task_scores(model, dev[0], dev[1])
+    def dev_score(m):
+        s = task_scores(m, dev[0], dev[1])
         return {"dev_acc": s["acc"], "dev_macro_f1": s["macro_f1"]}
 
     has_dev = dev is not None
-    out = fit_epochs(model, opt, n, epochs, batch_size, rng, step,
-                     dev_score if has_dev else None, "dev_acc" if has_dev else None,
-                     after_epoch=lambda rec: step.after_epoch(rec, switch, has_dev), log=log)
+    out = fit_on_dev(model, opt, n, epochs, batch_size, rng, step,
+                     dev_score if has_dev else None, "dev_acc" if has_dev else None, log=log,
+                     after_epoch=lambda rec: step.after_epoch(rec, o.switch, has_dev))
     memory_np = None if memory is None else {k_: v.cpu().numpy() for k_, v in memory.items()}
     out.update(switched_at=step.switched_at, sets=sets_out, steps=step.steps, method=method,
                levels=levels, class_sums=class_sums if uses_corpus and "c" in levels else None,
                class_memory=memory_np)
     return out
+
+
+def _check_config_css(css) -> CSSOptions:
+    "`train_csslm`'s `css`: the defaults for None; anything but a `CSSOptions` is refused."
+    css = CSSOptions() if css is None else css
+    if not isinstance(css, CSSOptions):
+        raise ValueError(f"`css` must be a CSSOptions; got {type(css).__name__}")
+    return css
+

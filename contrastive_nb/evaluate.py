@@ -264,6 +264,15 @@ def linear_probe(
     return topk_accuracy(torch.tensor(proba), test_y)
 
 # %% ../nbs/07_evaluate.ipynb #c37ae03f
+def _pair(name: str, value) -> tuple:
+    "`(x, y)` of a `(x, y)` argument; `(None, None)` for None."
+    if value is None:
+        return None, None
+    if not (isinstance(value, (tuple, list)) and len(value) == 2):
+        raise ValueError(f"`{name}` must be a pair (x, y) or None; got {type(value).__name__}")
+    return tuple(value)
+
+
 def _fine_tune_args(
     train_x, train_y, val_x, val_y, test_x, test_y, lr, augment, epochs, batch_size, val_every
 ):
@@ -285,11 +294,11 @@ def _fine_tune_args(
             )
     if (val_x is None) != (val_y is None) or (test_x is None) != (test_y is None):
         raise ValueError(
-            "give `val_x` with `val_y` and `test_x` with `test_y` (or neither of a pair)"
+            "`val` and `test` must each be an (images, labels) pair with both parts, or None"
         )
     if len(lrs) * len(augs) > 1 and val_x is None:
         raise ValueError(
-            "several learning rates or augmentations need `val_x`/`val_y` to choose among them"
+            "several learning rates or augmentations need `val` to choose among them"
         )
     ty = torch.as_tensor(np.asarray(train_y), dtype=torch.long)
     if len(ty) != len(train_x):
@@ -304,12 +313,15 @@ def _fine_tune_scores(model, x, device):
     return batched_inference(model, lambda idx: model(x[idx].to(device)), len(x), 512)
 
 
-def _fine_tune_run(lr, k, encoder, augs, train_x, ty, val_x, val_y, C, device, momentum, epochs,
+def _fine_tune_run(lr, k, encoder, augs, train_x, ty, val, C, device, momentum, epochs,
                    batch_size, val_every, seed, ledger):
     "One fine-tuning of `fine_tune` at `lr` with augmentation `k`: the model at its selected epoch."
     from contrastive_nb.models import LinearClassifier
 
-    has_val = val_x is not None
+    # the training loop, imported here: the metrics of this module never load the engine (the
+    # explorer and the audit import them)
+    from contrastive_nb.train import SelectOnValidation, fit_rows
+
     augment = augs[k]
     enc = copy.deepcopy(encoder).to(device).train()
     feat_dim = getattr(enc, "feature_dim", None) or enc(train_x[:2].to(device)).shape[1]
@@ -320,54 +332,32 @@ def _fine_tune_run(lr, k, encoder, augs, train_x, ty, val_x, val_y, C, device, m
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(
         opt, T_max=epochs * max(1, math.ceil(len(ty) / batch_size))
     )
-    u0, f0 = ledger.updates, ledger.total
+    f0 = ledger.total
 
     def batch_loss(idx):
         x, y = train_x[idx].to(device), ty[idx].to(device)
         x = augment(x) if augment is not None else x
-        ledger.charge("finetune", "ce", tuple(x.shape), model, lambda m: F.cross_entropy(m(x), y))
-        ledger.step()
         return F.cross_entropy(model(x), y)
 
-    best, epoch = {"val_top1": -math.inf, "state": None, "epoch": epochs}, [0]
+    def flops(m, idx):  # the same update's FLOPs, without the augmentation's random draws
+        return F.cross_entropy(m(train_x[idx].to(device)), ty[idx].to(device))
 
-    # NaN on epochs without a validation score: never selected
-    def val_score():
-        epoch[0] += 1
-        due = epoch[0] % val_every == 0 or epoch[0] == epochs
-        if not due:
-            return {"val_top1": math.nan}
-        val_scores = _fine_tune_scores(model, val_x, device)
-        return {"val_top1": topk_accuracy(val_scores, val_y, ks=(1,))["top1"]}
+    def val_score(m):
+        scores = _fine_tune_scores(m, val[0], device)
+        return {"val_top1": topk_accuracy(scores, val[1], ks=(1,))["top1"]}
 
-    def after_epoch(rec):
-        rec.update(updates=ledger.updates - u0, flops=ledger.total - f0)
-        # the whole state, batch-norm statistics too
-        if "val_top1" in rec and rec["val_top1"] > best["val_top1"]:
-            best.update(
-                val_top1=rec["val_top1"], epoch=rec["epoch"],
-                state=copy.deepcopy(model.state_dict())
-            )
-
-    # the training loop, imported here: the metrics of this module never load the engine (the
-    # explorer and the audit import them)
-    from contrastive_nb.train import fit_epochs
-
+    # the whole state is kept (batch-norm statistics too); the untrained head is no candidate
+    sel = SelectOnValidation(val_score, "val_top1", val_every, initial=False) if val else None
     # min_batch=2: batch norm needs two items
-    r = fit_epochs(
-        model, opt, len(ty), epochs, batch_size, torch.Generator().manual_seed(seed), batch_loss,
-        dev_score=val_score if has_val else None, select="val_top1" if has_val else None,
-        after_epoch=after_epoch, scheduler=sched, min_batch=2
-    )
-    if best["state"] is not None:
-        model.load_state_dict(best["state"])
-    history = [
-        {k: v for k, v in h.items() if not (k == "val_top1" and math.isnan(v))}
-        for h in r["history"]
-    ]
+    h = fit_rows(model, opt, len(ty), epochs, batch_size, torch.Generator().manual_seed(seed),
+                 batch_loss, [sel] if sel else [], sched, 2, "ce", flops, ledger)
+    if sel is not None:
+        sel.restore(model)
+    keys = ("epoch", "loss", "updates", "flops", "val_top1", "seconds")
+    history = [{k: r[k] - f0 if k == "flops" else r[k] for k in keys if k in r} for r in h]
     return {
         "model": model, "lr": lr, "augment_index": k,
-        "val_top1": best["val_top1"] if has_val else None, "best_epoch": best["epoch"],
+        "val_top1": sel.best if sel else None, "best_epoch": sel.best_epoch if sel else epochs,
         "history": history
     }
 
@@ -376,8 +366,10 @@ def fine_tune(
     encoder: nn.Module,  # pre-trained encoder: copied, never modified
     train_x: torch.Tensor,  # (n, C, H, W) labeled training images
     train_y,  # (n,) their labels
-    test_x: torch.Tensor | None = None,  # scored once, with the selected weights (None: not scored)
-    test_y=None,  # (n_test,) test labels
+    # `(test_x, test_y)`: scored once, with the selected weights (None: not scored)
+    test: tuple | None = None,
+    # `(val_x, val_y)`: validation images and labels; the epoch (and lr) with the best top-1 is kept
+    val: tuple | None = None,
     n_classes: int | None = None,  # classes of the head (default: from the labels)
     epochs: int = 90,  # training epochs
     batch_size: int = 256,  # images per update
@@ -387,9 +379,6 @@ def fine_tune(
     augment=None,
     seed: int = 0,  # seeds the head, the shuffles and the augmentation
     device=None,  # where training runs; None: auto
-    # validation images: the epoch (and lr) with the best top-1 is kept
-    val_x: torch.Tensor | None = None,
-    val_y=None,  # (n_val,) validation labels
     val_every: int = 1,  # score validation every this many epochs (and after the last)
     ledger=None,  # a `compute.FlopLedger` charged with every update (App. C)
 ) -> dict:  # test top1/top5, val_top1, best_epoch, lr, …
@@ -398,14 +387,14 @@ def fine_tune(
 
     `lr` and `augment` may be lists: every combination is fine-tuned and the best on validation
     kept (ties: the first, learning rates varying fastest). Returns test `top1`/`top5` (when
-    `test_x` is given), `val_top1`, `best_epoch` (the epoch whose weights were kept: best
+    `test` is given), `val_top1`, `best_epoch` (the epoch whose weights were kept: best
     validation top-1, else the last), the chosen `lr` and `augment_index`, `updates` and `flops`
     (forward + backward of every update of every combination tried, measured) and the per-epoch
     `history` of the chosen run (loss, cumulative `updates` and `flops`, and `val_top1` where it
     was scored). Test is scored once, after the selection."""
     from contrastive_nb.compute import FlopLedger
-    from contrastive_nb.models import LinearClassifier
 
+    (val_x, val_y), (test_x, test_y) = _pair("val", val), _pair("test", test)
     lrs, augs, ty = _fine_tune_args(
         train_x, train_y, val_x, val_y, test_x, test_y, lr, augment, epochs, batch_size, val_every
     )
@@ -424,8 +413,7 @@ def fine_tune(
         augs,
         train_x,
         ty,
-        val_x,
-        val_y,
+        (val_x, val_y) if has_val else None,
         C,
         device,
         momentum,

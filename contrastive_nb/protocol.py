@@ -18,12 +18,11 @@ from .compute import compute_saved, flops_to_reach
 from .core import check_choice, check_int, check_range, label_vector
 from .data import labeled_fraction_split
 from .evaluate import claim_verdicts, linear_probe, paired_difference
-from .train import Evaluation, evaluate_on_rank0
+
 
 # %% auto #0
-__all__ = ['basic_views', 'select_probe', 'few_label_draw', 'few_label_probes', 'SelectOnValidation', 'reach_table',
-           'compute_saved_table', 'claims_table', 'strongest_baseline', 'long_table', 'saving_claims', 'sweep_claims',
-           'sweep_figure']
+__all__ = ['basic_views', 'select_probe', 'few_label_draw', 'few_label_probes', 'reach_table', 'compute_saved_table',
+           'claims_table', 'strongest_baseline', 'long_table', 'saving_claims', 'sweep_claims', 'sweep_figure']
 
 # %% ../nbs/08_protocol.ipynb #d2f530af
 def basic_views(
@@ -132,101 +131,6 @@ def few_label_probes(
                 "test_top1": r["test_top1"],
             })
     return pd.DataFrame(rows)
-
-# %% ../nbs/08_protocol.ipynb #c6dbafbd
-class SelectOnValidation(Evaluation):
-    """Engine hook: score validation every `every` epochs and before the first update; keep the
-    best `select` state (ties: the first)."""
-
-    def __init__(
-        self,
-        eval_fn: Callable,  # model → {metric: value} on the validation set
-        select: str,  # the key of `eval_fn`'s result to maximise
-        # evaluate every this many epochs (and after the last)
-        every: int = 1,
-    ):
-        super().__init__(eval_fn, every)
-        self.select = select
-        self.best, self.best_epoch, self.best_record, self.state, self.initial = (
-            -math.inf,
-            None,
-            None,
-            None,
-            None,
-        )
-
-    def state_dict(self) -> dict:  # best value, epoch, record, state and the epoch-0 record
-        "What a resumed run needs to select as an uninterrupted one (saved in every checkpoint)."
-        return {"best": self.best, "best_epoch": self.best_epoch, "best_record": self.best_record,
-                "state": self.state, "initial": self.initial}
-
-    def load_state_dict(
-        self,
-        sd: dict,  # what `state_dict` returned when the checkpoint was written
-    ):
-        "Take back the selection a checkpoint saved."
-        self.best, self.best_epoch = sd["best"], sd["best_epoch"]
-        self.best_record = sd["best_record"]
-        self.state, self.initial = sd["state"], sd["initial"]
-
-    def _consider(self, model: nn.Module, record: dict):
-        if self.select not in record:
-            raise ValueError(
-                f"`select` is {self.select!r} but `eval_fn` gives"
-                f" {sorted(k for k in record if k != 'epoch')}"
-            )
-        if record[self.select] > self.best:
-            self.best, self.best_epoch, self.best_record = (
-                record[self.select],
-                record["epoch"],
-                dict(record),
-            )
-            self.state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
-
-    def before_fit(
-        self,
-        run,  # the `train.Run` being trained
-    ):
-        "Score validation before the first update (the epoch-0 point of the curve)."
-        if run.state.updates == 0 and self.initial is None:
-            self.initial = {
-                "epoch": 0,
-                "updates": 0,
-                "flops": 0,
-                "petaflops": 0.0,
-                **evaluate_on_rank0(run, self.eval_fn),
-            }
-            self._consider(run.state.model, self.initial)
-
-    def after_epoch(
-        self,
-        run,  # the `train.Run` being trained
-        record,  # this epoch's record; validation numbers are added
-    ):
-        "Score validation when due; keep the model state when `select` improved."
-        # adds eval_fn's numbers on evaluation epochs
-        super().after_epoch(run, record)
-        if record["epoch"] % self.every == 0 or record["epoch"] == run.epochs:
-            self._consider(run.state.model, record)
-
-    def curve(
-        self,
-        history: list,  # `fit`'s history (one record per epoch)
-    ) -> list:  # records carrying `select`, epoch 0 first
-        "The validation curve: the epoch-0 record, then the history's records that carry `select`."
-        return ([self.initial] if self.initial is not None else []) + [
-            dict(r) for r in history if self.select in r
-        ]
-
-    def restore(
-        self,
-        model: nn.Module,  # the trained network (same architecture)
-    ) -> nn.Module:  # `model`, with the selected state
-        "Load the selected state into `model` (returns it)."
-        if self.state is None:
-            raise ValueError("no state selected yet: pass this hook to `fit` first")
-        model.load_state_dict(self.state)
-        return model
 
 # %% ../nbs/08_protocol.ipynb #459a4494
 def reach_table(

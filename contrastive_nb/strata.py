@@ -19,10 +19,9 @@ from contrastive_nb.core import (
     check_int,
     check_range,
     embedding_matrix,
-    get_device,
     label_vector,
 )
-from .train import Hook, Projections, fit_epochs
+from .train import Hook, OnEpoch, Projections, SelectOnValidation, fit_rows
 
 # %% auto #0
 __all__ = ['centre_similarity', 'collapse_metrics', 'collapse_summary', 'correct_noisy_labels', 'LabelCorrection',
@@ -336,20 +335,21 @@ def group_accuracy(
     }
 
 
-def _classifier_inputs(x, y, groups, objective, epochs, batch_size, lr, val_x, val_y, val_groups,
-                       select):
-    """Checked inputs of `train_classifier`: `(yt, gt, vy, vg)`, the long labels, the dense group
-    ids (None for ERM), the validation labels and the validation group ids (all zero when not
+def _classifier_inputs(x, y, groups, objective, epochs, batch_size, lr, val, select):
+    """Checked inputs of `train_classifier`: `(yt, gt, vx, vy, vg)`, the long labels, the dense
+    group ids (None for ERM), the validation images, labels and group ids (all zero when not
     given)."""
     check_choice("objective", objective, ["erm", "group_dro"])
     check_choice("select", select, ["average", "worst_group"])
     check_int("epochs", epochs, 1)
     check_int("batch_size", batch_size, 1)
     check_range("lr", lr, 0, low_inclusive=False)
-    if (val_x is None) != (val_y is None):
-        raise ValueError("give `val_x` with `val_y` (or neither)")
-    if val_x is not None and select == "worst_group" and val_groups is None:
-        raise ValueError("`select='worst_group'` needs `val_groups`")
+    if val is not None and not (isinstance(val, (tuple, list)) and len(val) in (2, 3)
+                                and val[0] is not None and val[1] is not None):
+        raise ValueError("`val` must be (images, labels) or (images, labels, group ids), or None")
+    vx, vy, vg = (tuple(val) + (None,))[:3] if val is not None else (None, None, None)
+    if vx is not None and select == "worst_group" and vg is None:
+        raise ValueError("`select='worst_group'` needs the validation group ids: `val=(x, y, groups)`")
     yt = torch.as_tensor(np.asarray(y.cpu() if isinstance(y, torch.Tensor) else y)).long()
     if len(yt) != len(x):
         raise ValueError(f"`y` must have one label per item of `x` ({len(x)}); got {len(yt)}")
@@ -364,15 +364,15 @@ def _classifier_inputs(x, y, groups, objective, epochs, batch_size, lr, val_x, v
             )
         dense = np.unique(gt.numpy(), return_inverse=True)[1].reshape(-1)
         gt = torch.as_tensor(dense, dtype=torch.long)
-    vy = np.asarray(val_y) if val_y is not None else None
-    vg = np.asarray(val_groups) if val_groups is not None else None
+    vy = np.asarray(vy) if vy is not None else None
+    vg = np.asarray(vg) if vg is not None else None
     if vg is None and vy is not None:
         vg = np.zeros(len(vy), int)
-    return yt, gt, vy, vg
+    return yt, gt, vx, vy, vg
 
 
 def train_classifier(
-    model: nn.Module,  # network mapping images `(B, C, H, W)` to logits `(B, classes)`
+    model: nn.Module,  # network mapping images `(B, C, H, W)` to logits `(B, classes)`, on its device
     x: torch.Tensor,  # (n, C, H, W) training images
     y,  # (n,) integer labels (array or tensor)
     groups=None,  # (n,) group ids; needed for `objective='group_dro'`
@@ -385,31 +385,26 @@ def train_classifier(
     # function on a batch of images `(B, C, H, W)`, applied on the device; None: no augmentation
     augment=None,
     seed: int = 0,  # seed of the initialisation order and the batch order
-    device="auto",  # `'auto'`, `'cpu'`, `'cuda'` or a `torch.device`
     # record which training items are classified correctly after each epoch
     track_correct: bool = False,
-    # validation images: the epoch with the best `select` is kept
-    val_x: torch.Tensor | None = None,
-    val_y=None,  # their labels
-    val_groups=None,  # their group ids (needed for select='worst_group')
+    # `(images, labels)` or `(images, labels, group ids)` of validation: the best `select` epoch
+    # is kept (group ids are needed for select='worst_group')
+    val: tuple | None = None,
     select: str = "average",  # 'average' or 'worst_group' validation accuracy
 ):
     """Train `model` (images → logits) on `(x, y)` with SGD + cosine schedule; returns `(model,
     info)`.
 
-    `objective="group_dro"` needs `groups` (one id per item). With `val_x, val_y` the model is
-    scored on validation after every epoch and the state (batch-norm statistics included) of the
-    best `select` score is restored: `info` gets `best_epoch`, `val` (both accuracies at that
-    epoch) and the per-epoch `history`. `info["correct"]` is `(epochs, n)` bool — which training
-    items the model classified correctly after each epoch — when `track_correct` is set."""
-    import copy
-
-    yt, gt, vy, vg = _classifier_inputs(
-        x, y, groups, objective, epochs, batch_size, lr, val_x, val_y, val_groups, select
-    )
-    dev = get_device(device)
+    `objective="group_dro"` needs `groups` (one id per item). With `val` the model is scored on
+    validation after every epoch and the state (batch-norm statistics included) of the best
+    `select` score is restored: `info` gets `best_epoch`, `val` (both accuracies at that epoch)
+    and the per-epoch `history`. `info["correct"]` is `(epochs, n)` bool — which training items
+    the model classified correctly after each epoch — when `track_correct` is set. Training runs
+    on the engine's loop (`train.fit_rows`), where the model's parameters are."""
+    yt, gt, vx, vy, vg = _classifier_inputs(x, y, groups, objective, epochs, batch_size, lr, val,
+                                            select)
+    dev = next(model.parameters()).device
     torch.manual_seed(seed)
-    model = model.to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=weight_decay)
     steps = epochs * max(1, math.ceil(len(yt) / batch_size))
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
@@ -421,29 +416,22 @@ def train_classifier(
         losses = F.cross_entropy(model(xb), yt[idx].to(dev), reduction="none")
         return dro(losses, gt[idx].to(dev)) if dro is not None else losses.mean()
 
-    correct, best = [], {"score": -math.inf, "state": None}
-    on_val = val_x is not None
-
-    def val_score():
-        return group_accuracy(predict(model, val_x, device=dev), vy, vg)
-
-    def after_epoch(rec):
-        if track_correct:
-            correct.append(predict(model, x, device=dev) == yt.numpy())
-        if on_val and rec[select] > best["score"]:  # the whole state, batch-norm statistics too
-            val = {k: rec[k] for k in ("average", "worst_group")}
-            best.update(score=rec[select], epoch=rec["epoch"], val=val,
-                        state=copy.deepcopy(model.state_dict()))
-
-    r = fit_epochs(model, opt, len(yt), epochs, batch_size, torch.Generator().manual_seed(seed),
-                   batch_loss, dev_score=val_score if on_val else None,
-                   select=select if on_val else None, after_epoch=after_epoch, scheduler=sched,
-                   min_batch=2)  # batch norm needs two items
-    if best["state"] is not None:
-        model.load_state_dict(best["state"])
+    correct = []
+    on_val = vx is not None
+    # the whole state is kept (batch-norm statistics too); the untrained model is no candidate
+    sel = SelectOnValidation(lambda m: group_accuracy(predict(m, vx, device=dev), vy, vg), select,
+                             initial=False) if on_val else None
+    hooks = ([sel] if on_val else []) + (
+        [OnEpoch(lambda rec: correct.append(predict(model, x, device=dev) == yt.numpy()))]
+        if track_correct else []
+    )
+    h = fit_rows(model, opt, len(yt), epochs, batch_size, torch.Generator().manual_seed(seed),
+                 batch_loss, hooks, sched, min_batch=2)  # batch norm needs two items
     info = {"group_weights": dro.q.cpu().numpy() if dro is not None else None}
     if on_val:
-        info.update(best_epoch=best["epoch"], val=best["val"], history=r["history"])
+        sel.restore(model)
+        val_acc = {k: sel.best_record[k] for k in ("average", "worst_group")}
+        info.update(best_epoch=sel.best_epoch, val=val_acc, history=h)
     if track_correct:
         info["correct"] = np.stack(correct)
     return model, info

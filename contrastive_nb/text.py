@@ -22,6 +22,7 @@ from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
@@ -45,7 +46,7 @@ __all__ = ['PAD', 'UNK', 'TEXT_DATASETS', 'DEFAULT_PACKAGES', 'GENERIC_PATH_WORD
            'read_text_tags_jsonl', 'strip_html', 'load_cross_validated', 'package_data_file', 'read_orange_tab',
            'drop_duplicates', 'load_text_dataset', 'path_tags', 'docstring_corpus', 'near_duplicates', 'corpus_split',
            'train_word_vectors', 'bundled_plm_path', 'load_plm', 'plm_blocks', 'freeze_bottom', 'plm_features',
-           'feature_rows', 'plm_hidden', 'plm_embeddings']
+           'feature_rows', 'plm_hidden', 'plm_embeddings', 'fit_on_dev']
 
 # %% ../nbs/20_text.ipynb #ec630ecf
 _WORD = re.compile(r"[a-z0-9]+")
@@ -1212,3 +1213,34 @@ def plm_embeddings(
         return (h * m).sum(1) / m.sum(1).clamp(min=1)
 
     return batched_inference(encoder, pooled, len(feats["ids"]), batch_size)
+
+# %% ../nbs/20_text.ipynb #793694c9
+def fit_on_dev(
+    model: nn.Module,  # trained in place
+    optimizer: torch.optim.Optimizer,  # its optimiser
+    n: int,  # training rows: batches are index arrays into range(n)
+    epochs: int,  # passes over the rows
+    batch_size: int,  # rows per update
+    rng,  # np.random.Generator or torch.Generator: the shuffles
+    batch_loss: Callable,  # idx (int64 array) → scalar loss of those rows
+    dev_score: Callable | None = None,  # model → {name: number}, after each epoch
+    select: str | None = None,  # the `dev_score` entry to maximise: its best epoch is kept
+    log: Callable | None = None,  # record → None after each epoch (e.g. `print`)
+    after_epoch: Callable | None = None,  # record → None, after `log` (a change of course)
+) -> dict:  # {'history', 'seconds', 'best_epoch'}
+    """The text methods' training: `train.fit_rows` (the engine's loop) with the epoch of the best
+    `select` on the dev set kept (the untrained model is no candidate); returns the history,
+    the seconds and the kept epoch."""
+    # the engine, imported here: reading and tokenising text never loads it
+    from contrastive_nb.train import OnEpoch, SelectOnValidation, fit_rows
+
+    if dev_score is not None and select is None:
+        raise ValueError("`select` must name the entry of `dev_score`'s result to maximise")
+    sel = SelectOnValidation(dev_score, select, initial=False) if dev_score is not None else None
+    hooks = [h for h in (sel, log and OnEpoch(log), after_epoch and OnEpoch(after_epoch)) if h]
+    history = fit_rows(model, optimizer, n, epochs, batch_size, rng, batch_loss, hooks)
+    if sel is not None:
+        sel.restore(model)
+    return {"history": history, "seconds": history[-1]["seconds"],
+            "best_epoch": sel.best_epoch if sel is not None else epochs}
+

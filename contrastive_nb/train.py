@@ -6,13 +6,8 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import io
-import json
 import math
 import os
-import random
-import re
 import signal
 import time
 import warnings
@@ -28,17 +23,24 @@ from torch import nn
 from torch.utils.data import DataLoader, Sampler
 
 from contrastive_nb.core import (
-    atomic_write_bytes,
     atomic_write_json,
     check_choice,
     check_int,
     check_range,
-    file_sha256,
     get_device,
-    read_json,
     seed_everything,
 )
 from .compute import FlopLedger
+from contrastive_nb.checkpoint import (
+    LOADERS,
+    Checkpointer,
+    NonFiniteError,
+    Preempted,
+    TrainState,
+    _all_finite,
+    _max_abs,
+    run_config,
+)
 from contrastive_nb.data import (
     CyclingIterator,
     EpochBatchSampler,
@@ -57,14 +59,12 @@ from contrastive_nb.losses import (
 )
 
 # %% auto #0
-__all__ = ['LOSS_TERMS', 'LOADERS', 'CHECKPOINT_FORMAT', 'CHECKPOINT_KEYS', 'EVENTS', 'Projections', 'register_loss_term',
-           'NTXentTerm', 'SuNCEtTerm', 'SupConTerm', 'SpreadTerm', 'CrossEntropyTerm', 'LossTerm', 'LARS',
-           'make_optimizer', 'warmup_cosine', 'TrainState', 'CheckpointError', 'NonFiniteError', 'Preempted',
-           'save_checkpoint', 'load_checkpoint', 'describe_callable', 'model_structure', 'run_config', 'config_sha256',
-           'remove_interrupted_writes', 'Checkpointer', 'export_weights', 'load_weights', 'init_distributed',
-           'views_loss', 'Batch', 'Step', 'Hook', 'FiniteChecks', 'FlopCounter', 'Progress', 'Evaluation',
-           'evaluate_on_rank0', 'OnStep', 'StopOnSignal', 'DeviceBatches', 'TwoLoaders', 'StopTraining', 'Run',
-           'train_loop', 'RuntimeOptions', 'fit', 'fit_epochs']
+__all__ = ['LOSS_TERMS', 'EVENTS', 'Projections', 'register_loss_term', 'NTXentTerm', 'SuNCEtTerm', 'SupConTerm', 'SpreadTerm',
+           'CrossEntropyTerm', 'LossTerm', 'LARS', 'make_optimizer', 'warmup_cosine', 'init_distributed', 'views_loss',
+           'Batch', 'Update', 'Hook', 'FiniteChecks', 'FlopCounter', 'Progress', 'Evaluation', 'evaluate_on_rank0',
+           'OnStep', 'OnEpoch', 'StopOnSignal', 'DeviceBatches', 'TwoLoaders', 'RowBatches', 'StopTraining', 'Trainer',
+           'train_loop', 'LabeledData', 'Optimization', 'Checkpointing', 'RuntimeOptions', 'fit', 'SelectOnValidation',
+           'fit_rows']
 
 # %% ../nbs/05_train.ipynb #f1305a09
 @dataclass
@@ -85,7 +85,6 @@ class Projections:
 
 # %% ../nbs/05_train.ipynb #4cd80edd
 LOSS_TERMS: dict = {}
-LOADERS = ["unlabeled", "labeled"]
 
 
 def register_loss_term(
@@ -374,734 +373,6 @@ def warmup_cosine(
 
     return f
 
-# %% ../nbs/05_train.ipynb #9a21a671
-CHECKPOINT_FORMAT = 3
-
-
-def _rng_state() -> dict:
-    st = {
-        "torch": torch.get_rng_state(),
-        "numpy": list(np.random.get_state()),
-        "python": random.getstate(),
-    }
-    st["numpy"][1] = torch.from_numpy(st["numpy"][1].astype(np.int64))
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        # this process's device only: a checkpoint must resume where fewer devices are visible
-        st["cuda"] = [torch.cuda.get_rng_state()]
-        st["cuda_device"] = torch.cuda.current_device()
-    return st
-
-
-def _cuda_rng_for_this_device(
-    st: dict,  # an RNG state as `_rng_state` wrote it (or an older one: every visible device's)
-    device: int,  # the index of this process's current CUDA device
-):  # the saved state of this process's device, or None when the checkpoint holds none for it
-    """The CUDA RNG state a checkpoint holds for this process's device: its one saved state, or,
-    from a checkpoint that recorded every visible device, the entry of `device` if it exists."""
-    states = st.get("cuda")
-    if not states:
-        return None
-    if "cuda_device" in st:
-        return states[0]
-    return states[device] if device < len(states) else None
-
-
-def _set_rng_state(st: dict):
-    torch.set_rng_state(st["torch"])
-    n = list(st["numpy"])
-    n[1] = n[1].numpy().astype(np.uint32)
-    np.random.set_state(tuple(n))
-    py = st["python"]
-    random.setstate((py[0], tuple(py[1]), py[2]))
-    if torch.cuda.is_available():
-        cuda = _cuda_rng_for_this_device(st, torch.cuda.current_device())
-        if cuda is not None:
-            torch.cuda.set_rng_state(cuda)
-
-# %% ../nbs/05_train.ipynb #d141552c
-def _host_floats(
-    values: list,  # Python numbers and/or 0-d tensors (on any device)
-) -> list:  # the same values as Python floats, read from the device in one transfer
-    """Floats of a list that may hold 0-d device tensors (one `stack(...).tolist()`: one sync for
-    them all)."""
-    idx = [i for i, v in enumerate(values) if isinstance(v, torch.Tensor)]
-    out = [float(v) if not isinstance(v, torch.Tensor) else None for v in values]
-    if idx:
-        read = torch.stack([values[i].double() for i in idx]).tolist()
-        for i, v in zip(idx, read):
-            out[i] = v
-    return out
-
-
-def _max_abs(
-    tensors: list,  # non-empty, on one device
-) -> torch.Tensor:  # 0-d: the largest |value| (finite for finite tensors; NaN propagates)
-    "The largest absolute value over all tensors: one fused device reduction, no host read."
-    return torch.stack(torch._foreach_norm([t.detach() for t in tensors], math.inf)).max()
-
-
-def _all_finite(
-    tensors,  # tensors on one device
-) -> bool:  # whether every value of every tensor is finite (one host read)
-    "Whether all values are finite (`_max_abs`, then one read)."
-    ts = list(tensors)
-    return not ts or bool(_max_abs(ts).isfinite())
-
-
-@dataclass
-class TrainState:
-    """The resumable state of a run; `state_dict()` is the checkpoint, `load_state_dict()` restores
-    it (this rank's part)."""
-
-    model: nn.Module  # the network being trained
-    optimizer: torch.optim.Optimizer  # its optimizer
-    scheduler: object  # learning-rate scheduler (or None)
-    scaler: object  # AMP gradient scaler (or None)
-    config: dict  # `run_config`: what decides the trajectory
-    data: dict  # dataset fingerprints by loader name
-    rank: int = 0  # this process's rank
-    # the epoch being trained (0-based); = epochs done at a boundary
-    epoch: int = 0
-    step: int = 0  # updates done within `epoch`
-    updates: int = 0  # updates done in all
-    labeled_batches: int = 0  # batches the labeled loader has handed out
-    # per-term loss sums of the current epoch (float64 on the device while training: no host sync)
-    sums: dict = field(default_factory=dict)
-    history: list = field(default_factory=list)  # one record per finished epoch
-    # per-update losses and batch digests since the last checkpoint
-    step_log: dict = field(default_factory=lambda: {"loss": [], "ids": []})
-    # FLOPs spent so far, per term and loader
-    ledger: FlopLedger = field(default_factory=FlopLedger)
-    # the hooks' own states (`Hook.state_dict`), by `_hook_keys`, as of the last checkpoint
-    hook_states: dict = field(default_factory=dict)
-
-    serialized = ("epoch", "step", "updates", "labeled_batches", "sums", "history")
-
-    def state_dict(self) -> dict:  # this rank's checkpoint: counters, model, optimizer, RNG
-        """This rank's state as a checkpoint (`rng` and the batch digests as lists of one, for
-        `Checkpointer` to gather)."""
-        self.settle()
-        return {
-            "format": CHECKPOINT_FORMAT,
-            "config": self.config,
-            "config_sha256": config_sha256(self.config),
-            "data": self.data,
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "scheduler": self.scheduler.state_dict(),
-            "scaler": self.scaler.state_dict(),
-            **{k: getattr(self, k) for k in self.serialized},
-            "ledger": self.ledger.state_dict(),
-            "step_log": {"loss": list(self.step_log["loss"]), "ids": [list(self.step_log["ids"])]},
-            "rng": [_rng_state()],
-            "hooks": self.hook_states,
-        }
-
-    def load_state_dict(
-        self,
-        sd: dict,  # a checkpoint dict, as `state_dict()` wrote it
-    ):
-        """Restore everything from a checkpoint written by a run with the same world size (this
-        rank's RNG and digests)."""
-        self.model.load_state_dict(sd["model"])
-        self.optimizer.load_state_dict(sd["optimizer"])
-        self.scheduler.load_state_dict(sd["scheduler"])
-        self.scaler.load_state_dict(sd["scaler"])
-        for k in self.serialized:
-            v = sd[k]
-            setattr(
-                self, k, list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v
-            )
-        self.ledger.load_state_dict(sd["ledger"])
-        self.step_log = {
-            "loss": list(sd["step_log"]["loss"]),
-            "ids": list(sd["step_log"]["ids"][self.rank]),
-        }
-        _set_rng_state(sd["rng"][self.rank])
-        self.hook_states = dict(sd.get("hooks") or {})  # checkpoints before hook states: none
-
-    def settle(self):
-        """Read the loss values kept on the device (the epoch's sums, the step log's losses) into
-        Python floats, in one transfer: at checkpoints and epoch ends, never per update."""
-        losses, names = self.step_log["loss"], list(self.sums)
-        pending = [i for i, v in enumerate(losses) if isinstance(v, torch.Tensor)]
-        vals = _host_floats([self.sums[k] for k in names] + [losses[i] for i in pending])
-        self.sums = dict(zip(names, vals[: len(names)]))
-        for i, v in zip(pending, vals[len(names) :]):
-            losses[i] = v
-
-    def log_update(
-        self,
-        loss: float,  # this update's total loss
-        ids: dict,  # loader name → item ids of its batch
-    ):
-        "Count one update: its total loss and a digest of the item ids of each loader's batch."
-        self.updates += 1
-        self.step += 1
-        # kept on the device (a 0-d tensor) until a checkpoint reads the log: no sync per update
-        self.step_log["loss"].append(
-            loss.detach() if isinstance(loss, torch.Tensor) else float(loss)
-        )
-        self.step_log["ids"].append(
-            hashlib.blake2b(
-                b"|".join(v.numpy().astype(np.int64).tobytes() for v in ids.values()), digest_size=8
-            ).hexdigest()
-        )
-
-# %% ../nbs/05_train.ipynb #a623582b
-class CheckpointError(RuntimeError):
-    """A checkpoint that cannot be trusted (missing, truncated, corrupt, not matching its checksum,
-    or stale)."""
-
-
-class NonFiniteError(RuntimeError):
-    """A non-finite loss, gradient or input stopped training; `.update`, `.batch_ids` and `.term`
-    say where."""
-
-    def __init__(
-        self,
-        msg: str,  # what was not finite, in a sentence
-        update: int | None = None,  # the update it happened in
-        batch_ids: dict | None = None,  # loader name → the item ids of that update's batch
-        term: str | None = None,  # the loss term, where one is to blame
-    ):
-        super().__init__(msg)
-        self.update, self.batch_ids, self.term = update, batch_ids or {}, term
-
-
-class Preempted(RuntimeError):
-    """Training stopped on a signal (SIGTERM/SIGUSR1) after writing a checkpoint; calling `fit`
-    again resumes it."""
-
-    def __init__(
-        self,
-        msg: str,  # what happened, in a sentence
-        update: int,  # the update the checkpoint was written after
-        signal_name: str,  # 'SIGTERM' or 'SIGUSR1'
-        checkpoint: Path | None,  # the checkpoint written (None: the run has no run folder)
-    ):
-        super().__init__(msg)
-        self.update, self.signal_name, self.checkpoint = update, signal_name, checkpoint
-
-# %% ../nbs/05_train.ipynb #d788f486
-def _read_meta(path: Path) -> dict | None:
-    """A sidecar or `latest.json` as a dict with a checkpoint name and checksum; None when missing
-    or garbage."""
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
-        return None
-    ok = (
-        isinstance(meta, dict)
-        and isinstance(meta.get("path"), str)
-        and isinstance(meta.get("sha256"), str)
-    )
-    return meta if ok and "/" not in meta["path"] else None
-
-
-def _listed(ckpt_dir: Path) -> list:
-    """`(path, sha256)` of the checkpoints whose sidecar is readable and names them with their
-    size in bytes, newest first (no hashing: what retention needs)."""
-    out = []
-    for p in sorted(ckpt_dir.glob("ckpt-*.pt"), reverse=True):
-        meta = _read_meta(p.with_suffix(".json"))
-        if meta is not None and meta["path"] == p.name and meta.get("bytes") == p.stat().st_size:
-            out.append((p, meta["sha256"]))
-    return out
-
-# %% ../nbs/05_train.ipynb #7aea874d
-def save_checkpoint(
-    state: dict,  # a checkpoint: `TrainState.state_dict()`, gathered across ranks
-    ckpt_dir,  # the run's checkpoint folder
-    updates: int,  # the update it was taken after (names the file)
-    keep: int = 2,  # verified checkpoints kept (older ones are deleted)
-) -> Path:  # the written `ckpt-<updates>.pt`
-    """Write `state` as `ckpt_dir/ckpt-<updates>.pt` atomically, its checksum beside it, then point
-    `latest.json` at it."""
-    ckpt_dir = Path(ckpt_dir)
-    check_int("keep", keep, 1)
-    buf = io.BytesIO()
-    torch.save(state, buf)
-    data = buf.getvalue()
-    path = atomic_write_bytes(ckpt_dir / f"ckpt-{updates:09d}.pt", data)
-    meta = {
-        "path": path.name,
-        "sha256": hashlib.sha256(data).hexdigest(),
-        "bytes": len(data),
-        "updates": updates,
-        "epoch": state.get("epoch"),
-        "step": state.get("step"),
-        "format": state.get("format"),
-    }
-    atomic_write_json(path.with_suffix(".json"), meta)
-    atomic_write_json(ckpt_dir / "latest.json", meta)
-    # retention trusts the sidecars (each written from the bytes it describes) and the sizes: no
-    # re-reading and re-hashing every kept checkpoint at each save; loading verifies in full
-    for old, _ in [v for v in _listed(ckpt_dir) if v[0] != path][keep - 1 :]:
-        # a kill between leaves a
-        old.unlink(missing_ok=True)
-        old.with_suffix(".json").unlink(missing_ok=True)
-    # sidecar alone: harmless
-    return path
-
-# %% ../nbs/05_train.ipynb #1fd3ce24
-def _verified_load(path: Path, sha256: str, map_location):
-    if not path.exists():
-        raise CheckpointError(f"checkpoint {path} does not exist")
-    digest = file_sha256(path)
-    if digest != sha256:
-        raise CheckpointError(
-            f"checkpoint {path} does not match its checksum (recorded {sha256[:12]}…, "
-            f"file {digest[:12]}…): it is truncated or corrupt; refusing to load it"
-        )
-    try:
-        return torch.load(path, map_location=map_location, weights_only=True)
-    except Exception as e:
-        raise CheckpointError(
-            f"checkpoint {path} could not be loaded safely ({type(e).__name__}: {e})"
-        ) from None
-
-
-def load_checkpoint(
-    ckpt_dir,  # the run's checkpoint folder
-    map_location="cpu",  # where tensors are loaded (`torch.load`'s `map_location`)
-    fallback: bool = False,  # on a bad newest checkpoint, warn and take the newest that verifies
-) -> dict | None:  # the checkpoint dict, or None
-    """The state `latest.json` points at, verified against its checksum; None when the folder holds
-    no checkpoint.
-
-    A checkpoint that fails verification raises `CheckpointError` naming the file; with
-    `fallback=True` a warning is given instead and the newest older checkpoint whose own
-    checksum verifies is returned. Checkpoint files that nothing can verify (no readable
-    `latest.json` or sidecar) raise `CheckpointError` naming them."""
-    ckpt_dir = Path(ckpt_dir)
-    files = sorted(ckpt_dir.glob("ckpt-*.pt"), reverse=True)
-    latest = ckpt_dir / "latest.json"
-    meta = _read_meta(latest) if latest.exists() else None
-    if not files and meta is None and not latest.exists():
-        return None
-    candidates, errors = [], []
-    if meta is not None:
-        candidates.append((ckpt_dir / meta["path"], meta["sha256"]))
-    elif latest.exists():
-        if not fallback:
-            raise CheckpointError(
-                f"{latest} is not a readable checkpoint pointer (garbage or truncated JSON)"
-            )
-        errors.append(f"{latest} is unreadable")
-    elif fallback and files:
-        warnings.warn(f"{latest} is missing; looking for the newest checkpoint that verifies")
-    for p in files:
-        side = _read_meta(p.with_suffix(".json"))
-        if side is not None and side["path"] == p.name and all(p != c for c, _ in candidates):
-            candidates.append((p, side["sha256"]))
-    if not candidates:
-        raise CheckpointError(
-            f"{ckpt_dir} holds checkpoint file(s) that nothing can verify (no readable latest.json "
-            f"or sidecar): {[p.name for p in files[:5]]}; refusing to load or to start over beside "
-            "them — restore their .json sidecars, or move them away to start a new run"
-        )
-    for path, sha in candidates:
-        try:
-            state = _verified_load(path, sha, map_location)
-        except CheckpointError as e:
-            if not fallback:
-                raise
-            errors.append(str(e))
-            continue
-        if errors:
-            warnings.warn(
-                "skipped checkpoint(s) that failed verification: "
-                + " | ".join(errors)
-                + f"; resuming from {path}"
-            )
-        return state
-    raise CheckpointError("no checkpoint in " + str(ckpt_dir) + " verifies: " + " | ".join(errors))
-
-# %% ../nbs/05_train.ipynb #ca34061c
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
-
-
-def _value_text(v) -> str:
-    """A value as text that is the same in every process (no memory addresses; long texts and
-    tensors as digests)."""
-    if isinstance(v, torch.Tensor):
-        v = v.detach().cpu()
-        digest = hashlib.sha256(v.contiguous().numpy().tobytes()).hexdigest()[:12]
-        return f"tensor{tuple(v.shape)}:{v.dtype}:{digest}"
-    if callable(v) and not isinstance(v, type):
-        return describe_callable(v)
-    s = _ADDRESS.sub("", repr(v))
-    return (
-        s if len(s) <= 200 else f"{s[:80]}…(sha256 {hashlib.sha256(s.encode()).hexdigest()[:12]})"
-    )
-
-
-def describe_callable(
-    f,  # a callable: module, object, partial or function
-) -> str | None:  # its description, or None when it has none
-    """What a callable (the views, a dataset's transform) computes, as text that changes when its
-    settings do.
-
-    A module or an object with its own `repr` gives that repr; a `functools.partial` its
-    function and arguments; a function its name, a digest of its code and its defaults and
-    closure values; any other object its class and attributes. Memory addresses are dropped, so
-    the text is the same in a new process."""
-    import functools, inspect
-
-    if f is None:
-        return None
-    if isinstance(f, functools.partial):
-        return (
-            f"partial({describe_callable(f.func)}, {', '.join(map(_value_text, f.args))}"
-            f"{''.join(f', {k}={_value_text(v)}' for k, v in sorted(f.keywords.items()))})"
-        )
-    if inspect.ismethod(f):
-        return f"{describe_callable(f.__func__)} of {_value_text(f.__self__)}"
-    if inspect.isfunction(f):
-        c = f.__code__
-        code = hashlib.sha256(c.co_code + repr((c.co_consts, c.co_names)).encode()).hexdigest()[:12]
-        bound = [_value_text(cell.cell_contents) for cell in f.__closure__ or ()]
-        return (
-            f"{f.__qualname__}(code {code}, defaults={_value_text(f.__defaults__)},"
-            f" closure=[{', '.join(bound)}])"
-        )
-    if isinstance(f, nn.Module) or type(f).__repr__ is not object.__repr__:
-        return _ADDRESS.sub("", repr(f))
-    attrs = sorted(vars(f).items()) if hasattr(f, "__dict__") else []
-    return f"{type(f).__qualname__}({', '.join(f'{k}={_value_text(v)}' for k, v in attrs)})"
-
-
-def model_structure(
-    model: nn.Module,  # the network
-) -> dict:  # submodule name → its class and settings
-    """The module tree: submodule name ('' for the model) → its class and settings (`ReLU()`,
-    `Dropout(p=0.5, …)`)."""
-    return {name: f"{type(m).__qualname__}({m.extra_repr()})" for name, m in model.named_modules()}
-
-
-def _dataset_transform(ds):
-    "The `transform` of a dataset, looking through wrappers such as `torch.utils.data.Subset`."
-    while ds is not None and not hasattr(ds, "transform") and hasattr(ds, "dataset"):
-        ds = ds.dataset
-    return getattr(ds, "transform", None)
-
-
-def run_config(
-    model: nn.Module,  # the network (enters by its module tree)
-    terms: list,  # the `LossTerm`s of the run
-    views,  # the two-view callable
-    labeled_sampler=None,  # the labeled loader's batch sampler, or None
-    world_size: int = 1,  # number of processes
-    # loader name → dataset: their transforms are part of the trajectory
-    datasets: dict | None = None,
-    **hyper,  # `fit`'s scalar hyper-parameters (lr, batch size, …)
-) -> dict:  # JSON-able configuration
-    """The settings that decide a run's trajectory (JSON-able); `hyper` holds fit's scalar
-    hyper-parameters.
-
-    The model enters by its module tree with every module's settings (an activation or a dropout
-    rate that changed at the same shapes is a change), the views and the datasets' transforms by
-    `describe_callable`."""
-    samp = None
-    if labeled_sampler is not None:
-        st = labeled_sampler.state_dict() if hasattr(labeled_sampler, "state_dict") else {}
-        samp = {
-            "type": type(labeled_sampler).__qualname__,
-            "batches": len(labeled_sampler),
-            **{k: v for k, v in st.items() if k not in ("epoch", "position")},
-        }
-    return {
-        "model": type(model).__qualname__,
-        "parameters": {k: list(v.shape) for k, v in model.state_dict().items()},
-        "modules": model_structure(model),
-        "terms": [t.config() for t in terms],
-        "views": describe_callable(views),
-        "transforms": {
-            k: describe_callable(_dataset_transform(ds)) for k, ds in (datasets or {}).items()
-        },
-        "labeled_sampler": samp,
-        "world_size": world_size,
-        **hyper,
-    }
-
-
-def config_sha256(
-    config: dict,  # a JSON-able configuration
-) -> str:  # 64 hex digits
-    "SHA-256 of a configuration's canonical JSON."
-    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def _config_changes(old, new, at: str = "") -> list:
-    """Each setting that differs, as 'where: old -> new' (mappings compared key by key, so the
-    change is named)."""
-    if isinstance(old, dict) and isinstance(new, dict):
-        return [
-            c
-            for k in sorted(set(old) | set(new), key=str)
-            for c in _config_changes(old.get(k), new.get(k), f"{at}[{k!r}]" if at else str(k))
-        ]
-    if old == new:
-        return []
-    # show where they part
-    if isinstance(old, str) and isinstance(new, str) and max(len(old), len(new)) > 60:
-        i = next((k for k, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
-        cut = (
-            lambda v: ("…" if i > 20 else "")
-            + json.dumps(v[max(0, i - 20) : i + 40])[1:-1]
-            + ("…" if len(v) > i + 40 else "")
-        )
-        return [f"{at}: {cut(old)} -> {cut(new)}"]
-    short = lambda v: (s if len(s := json.dumps(v, default=str)) <= 60 else s[:57] + "...")
-    return [f"{at}: {short(old)} -> {short(new)}"]
-
-
-CHECKPOINT_KEYS = (
-    "format",
-    "config",
-    "config_sha256",
-    "data",
-    "model",
-    "optimizer",
-    "scheduler",
-    "scaler",
-    *TrainState.serialized,
-    "ledger",
-    "step_log",
-    "rng",
-)
-
-
-def _check_resumable(
-    state: dict, ckpt_dir, config: dict, data: dict, world: int, allow_data_change=False
-):
-    """Refuse a checkpoint of another format, configuration, dataset (unless allowed) or world
-    size, saying which."""
-    if state.get("format") != CHECKPOINT_FORMAT:
-        raise CheckpointError(
-            f"the checkpoint in {ckpt_dir} has format {state.get('format')!r}; this version of "
-            f"contrastive_nb reads format {CHECKPOINT_FORMAT}: start a new run folder"
-        )
-    missing = [k for k in CHECKPOINT_KEYS if k not in state]
-    if (
-        missing
-        or not isinstance(state.get("step_log"), dict)
-        or {"loss", "ids"} - set(state["step_log"])
-    ):
-        raise CheckpointError(
-            f"the checkpoint in {ckpt_dir} verifies but lacks"
-            f" {missing or ['step_log/loss', 'step_log/ids']}; it was not written by `fit`: start a"
-            " new run folder"
-        )
-    if state["config_sha256"] != config_sha256(config):
-        raise CheckpointError(
-            f"refusing to resume from {ckpt_dir}: the run's configuration changed ("
-            + "; ".join(_config_changes(state["config"], config))
-            + "). Use a new run folder, or restore the settings"
-        )
-    allowed = set(data) if allow_data_change is True else set(allow_data_change or ())
-    for name, fp in data.items():
-        if state["data"].get(name) != fp:
-            what = (
-                f"the `{name}` dataset differs from the one the checkpoint was trained on"
-                f" (fingerprint {str(state['data'].get(name))[:12]}… vs {str(fp)[:12]}…)"
-            )
-            if name not in allowed:
-                raise CheckpointError(
-                    f"refusing to resume from {ckpt_dir}: {what}; if the change is intended, pass "
-                    f"allow_data_change=True (or {{'{name}'}}) to fit"
-                )
-            warnings.warn(f"resuming from {ckpt_dir} although {what}, as allow_data_change asks")
-    if len(state["rng"]) != world:
-        raise CheckpointError(
-            f"the checkpoint in {ckpt_dir} was written by {len(state['rng'])} rank(s); this run has"
-            f" {world}"
-        )
-
-# %% ../nbs/05_train.ipynb #3c942e19
-def remove_interrupted_writes(
-    ckpt_dir,  # a run's checkpoint folder
-    # the run's `config_sha256`: only its own files are touched
-    config_sha: str,
-) -> list:  # the paths removed
-    """Delete what an interrupted checkpoint write or retention left: this run's `ckpt-<u>.pt` that
-    no sidecar or `latest.json` vouches for, and sidecars whose checkpoint is gone.
-
-    A `.pt` counts as this run's own only when it loads safely as a checkpoint of this
-    configuration taken after update `u`; it is removed when the folder holds a vouched
-    checkpoint beside it, or when it is the folder's only checkpoint and nothing else was ever
-    recorded (a first checkpoint killed before its checksum was written, or a disk with room for
-    the `.pt` alone). Anything else — copies under other numbers, another run's files, several
-    unvouched checkpoints — stays, and `load_checkpoint` names it."""
-    ckpt_dir = Path(ckpt_dir)
-    if not ckpt_dir.is_dir():
-        return []
-    removed = []
-    for side in sorted(ckpt_dir.glob("ckpt-*.json")):
-        if not side.with_suffix(".pt").exists():
-            side.unlink(missing_ok=True)
-            removed.append(side)
-    files = sorted(ckpt_dir.glob("ckpt-*.pt"))
-    latest = _read_meta(ckpt_dir / "latest.json")
-    vouched = {latest["path"]} if latest is not None else set()
-    vouched |= {
-        p.name
-        for p in files
-        if (m := _read_meta(p.with_suffix(".json"))) is not None and m["path"] == p.name
-    }
-    unvouched = [p for p in files if p.name not in vouched]
-    first = not vouched and len(files) == 1 and not (ckpt_dir / "latest.json").exists()
-    if not unvouched or not (vouched or first):
-        return removed
-    for p in unvouched:
-        try:
-            st = torch.load(p, map_location="cpu", weights_only=True)
-        except Exception:
-            # unreadable: not provably this run's; load_checkpoint names it
-            continue
-        u = re.fullmatch(r"ckpt-(\d+)\.pt", p.name)
-        if (
-            isinstance(st, dict)
-            and st.get("config_sha256") == config_sha
-            and u
-            and st.get("updates") == int(u[1])
-        ):
-            p.unlink(missing_ok=True)
-            removed.append(p)
-    return removed
-
-# %% ../nbs/05_train.ipynb #9363dd0d
-class Checkpointer:
-    """Save, publish atomically, verify, fall back and refuse for one run folder
-    (`run_dir/checkpoints`)."""
-
-    def __init__(
-        self,  # the run folder (None: no checkpoints)
-        run_dir,  # the run folder (None: no checkpoints)
-        every: int | None = None,  # also checkpoint inside epochs every this many updates
-        keep: int = 2,  # verified checkpoints kept
-        world: int = 1,  # number of processes
-        rank: int = 0,  # this process's rank
-        allow_data_change=False,  # True, or loader names: resume although these datasets changed
-    ):
-        self.folder = Path(run_dir) / "checkpoints" if run_dir is not None else None
-        self.every = None if every is None else check_int("checkpoint_every", every, 1)
-        self.keep, self.world, self.rank = check_int("keep_checkpoints", keep, 1), world, rank
-        if not (isinstance(allow_data_change, bool) or set(allow_data_change) <= set(LOADERS)):
-            raise ValueError(
-                f"`allow_data_change` must be True, False or a set of {LOADERS}; got"
-                f" {allow_data_change!r}"
-            )
-        self.allow_data_change = allow_data_change
-
-    def resume(
-        self,
-        state: TrainState,  # the fresh state to restore into
-    ) -> bool:  # True when a checkpoint was loaded
-        """Load the newest checkpoint that verifies into `state` (refusing a stale one); False when
-        there is none."""
-        if self.folder is None:
-            return False
-        if self.rank == 0 and self.folder.exists():
-            for tmp in self.folder.glob(".*.tmp"):  # left by a process killed while writing
-                tmp.unlink(missing_ok=True)
-            cut = [
-                p.name
-                for p in remove_interrupted_writes(self.folder, config_sha256(state.config))
-                if p.suffix == ".pt"
-            ]
-            if cut:
-                warnings.warn(
-                    f"removed {cut} from {self.folder}: checkpoint(s) of this run whose write was"
-                    " cut short before their checksum was recorded"
-                    + (
-                        ""
-                        if any(self.folder.glob("ckpt-*.pt"))
-                        else "; the run starts again from update 0"
-                    )
-                )
-        if self.world > 1:
-            # every rank reads the folder as rank 0 left it
-            dist.barrier()
-        sd = load_checkpoint(self.folder, fallback=True)
-        if sd is None:
-            return False
-        _check_resumable(
-            sd, self.folder, state.config, state.data, self.world, self.allow_data_change
-        )
-        state.load_state_dict(sd)
-        return True
-
-    def due(
-        self,
-        updates: int,  # updates done so far
-    ) -> bool:  # True every `every` updates
-        "Is a checkpoint due inside an epoch after this many updates?"
-        return bool(self.every) and updates % self.every == 0
-
-    def save(
-        self,
-        state: TrainState,  # the state to checkpoint
-    ) -> Path | None:  # the written file (rank 0), None on other ranks
-        """Write `state` (rank 0; every rank contributes its RNG state and batch digests); returns
-        the file on rank 0."""
-        if self.folder is None:
-            return None
-        if not _all_finite(state.model.parameters()):
-            raise NonFiniteError(
-                f"non-finite weights after update {state.updates}; no checkpoint written",
-                update=state.updates,
-            )
-        sd = state.state_dict()
-        if self.world > 1:
-            rngs, ids = [None] * self.world, [None] * self.world
-            dist.all_gather_object(rngs, sd["rng"][0])
-            dist.all_gather_object(ids, sd["step_log"]["ids"][0])
-            sd["rng"], sd["step_log"]["ids"] = rngs, ids
-        path = (
-            save_checkpoint(sd, self.folder, state.updates, self.keep) if self.rank == 0 else None
-        )
-        if self.world > 1:
-            dist.barrier()
-        return path
-
-# %% ../nbs/05_train.ipynb #5cb46d0e
-def export_weights(
-    model: nn.Module,  # the network whose state dict is written
-    path,  # target `.safetensors` file
-    metadata: dict | None = None,  # string key → value pairs stored in the file header
-) -> Path:  # `path`
-    """Write `model`'s state dict to `path` as safetensors (tensors only: loading it can run no
-    code), atomically."""
-    from safetensors.torch import save
-
-    tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    return atomic_write_bytes(
-        path, save(tensors, metadata={k: str(v) for k, v in (metadata or {}).items()})
-    )
-
-# %% ../nbs/05_train.ipynb #732fd3dd
-def load_weights(
-    model: nn.Module,  # the network to load into (in place)
-    path,  # a `.safetensors` file from `export_weights`
-    strict: bool = True,  # refuse missing or unexpected keys
-) -> nn.Module:  # `model`
-    "Load safetensors weights written by `export_weights` into `model` (in place); returns `model`."
-    from safetensors.torch import load_file
-
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"`path` does not exist: {path}")
-    try:
-        sd = load_file(str(path))
-    except Exception as e:
-        raise CheckpointError(
-            f"{path} is not a readable safetensors file ({type(e).__name__}: {e})"
-        ) from None
-    model.load_state_dict(sd, strict=strict)
-    return model
-
 # %% ../nbs/05_train.ipynb #c6ee36a6
 def init_distributed(
     backend: str | None = None,  # 'nccl' or 'gloo' (None: nccl with CUDA, else gloo)
@@ -1188,7 +459,7 @@ class Batch:
 
 
 @dataclass
-class Step:
+class Update:
     """One update in progress (what hooks receive): where it is, its batches, and its loss values
     once computed."""
 
@@ -1219,7 +490,7 @@ def _ids_text(ids: dict, limit: int = 16) -> str:
 
 # %% ../nbs/05_train.ipynb #2c250aaf
 class Hook:
-    """Base of training hooks: override the events you need; each receives the `Run` (state, model,
+    """Base of training hooks: override the events you need; each receives the `Trainer` (state, model,
     terms, …). A hook with state (a selection, a schedule) returns it from `state_dict` and takes
     it back in `load_state_dict`: it is saved in every checkpoint and restored on resume."""
 
@@ -1236,14 +507,14 @@ class Hook:
 
     def before_fit(
         self,
-        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        run,  # the `Trainer` (state, model, terms, loaders, …)
     ):
         "Event hook; the base does nothing."
         pass
 
     def before_epoch(
         self,
-        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        run,  # the `Trainer` (state, model, terms, loaders, …)
         epoch: int,  # 0-based epoch number
     ):
         "Event hook; the base does nothing."
@@ -1251,8 +522,8 @@ class Hook:
 
     def before_forward(
         self,
-        run,  # the `Run` being trained (state, model, terms, loaders, …)
-        step: Step,  # the update in progress
+        run,  # the `Trainer` (state, model, terms, loaders, …)
+        step: Update,  # the update in progress
     ):
         "Event hook; the base does nothing."
         pass
@@ -1267,38 +538,38 @@ class Hook:
 
     def after_loss(
         self,
-        run,  # the `Run` being trained (state, model, terms, loaders, …)
-        step: Step,  # the update in progress
+        run,  # the `Trainer` (state, model, terms, loaders, …)
+        step: Update,  # the update in progress
     ):
         "Event hook; the base does nothing."
         pass
 
     def after_backward(
         self,
-        run,  # the `Run` being trained (state, model, terms, loaders, …)
-        step: Step,  # the update in progress
+        run,  # the `Trainer` (state, model, terms, loaders, …)
+        step: Update,  # the update in progress
     ):
         "Event hook; the base does nothing."
         pass
 
     def after_update(
         self,
-        run,  # the `Run` being trained (state, model, terms, loaders, …)
-        step: Step,  # the update in progress
+        run,  # the `Trainer` (state, model, terms, loaders, …)
+        step: Update,  # the update in progress
     ):
         "Event hook; the base does nothing."
         pass
 
     def before_save(
         self,
-        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        run,  # the `Trainer` (state, model, terms, loaders, …)
     ):
         "Event hook (a checkpoint is about to be written); the base does nothing."
         pass
 
     def after_epoch(
         self,
-        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        run,  # the `Trainer` (state, model, terms, loaders, …)
         record: dict,  # this epoch's record (losses, metrics); hooks may add keys
     ):
         "Event hook; the base does nothing."
@@ -1306,20 +577,20 @@ class Hook:
 
     def after_step(
         self,
-        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        run,  # the `Trainer` (state, model, terms, loaders, …)
     ):
         "Event hook; the base does nothing."
         pass
 
     def after_fit(
         self,
-        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        run,  # the `Trainer` (state, model, terms, loaders, …)
     ):
         "Event hook; the base does nothing."
         pass
 
 # %% ../nbs/05_train.ipynb #369931b4
-def _blame_terms(run, step: Step) -> list:
+def _blame_terms(run, step: Update) -> list:
     """Names of the loss terms whose own gradient is non-finite, recomputed on the same views
     (single-rank view)."""
     params = [p for p in run.state.model.parameters() if p.requires_grad]
@@ -1351,22 +622,26 @@ class FiniteChecks(Hook):
 
     def before_fit(
         self,
-        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        run,  # the `Trainer` (state, model, terms, loaders, …)
     ):
         "Start with nothing pending (a resumed run continues from a checked checkpoint)."
         self.pending = []
 
     def before_forward(
         self,
-        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        run,  # the `Trainer` (state, model, terms, loaders, …)
         step,  # the update in progress
     ):
         "Mark, on the device, each batch's items with a non-finite input value."
-        step.checks["inputs"] = [~torch.isfinite(b.x.flatten(1)).all(1) for b in step.batches]
+        step.checks["inputs"] = [
+            ~torch.isfinite(b.x.flatten(1)).all(1) if b.x is not None
+            else torch.zeros(len(b.ids), dtype=torch.bool, device=run.device)  # rows: no images
+            for b in step.batches
+        ]
 
     def after_loss(
         self,
-        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        run,  # the `Trainer` (state, model, terms, loaders, …)
         step,  # the update in progress
     ):
         "Keep every loss term's value (on the device) for the next read."
@@ -1374,7 +649,7 @@ class FiniteChecks(Hook):
 
     def after_backward(
         self,
-        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        run,  # the `Trainer` (state, model, terms, loaders, …)
         step,  # the update in progress
     ):
         """Fuse this update's tests into one device vector (bad inputs per batch, the loss terms,
@@ -1389,14 +664,14 @@ class FiniteChecks(Hook):
 
     def before_save(
         self,
-        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        run,  # the `Trainer` (state, model, terms, loaders, …)
     ):
         "Read the pending results before a checkpoint is written (never a non-finite checkpoint)."
         self.settle(run)
 
     def settle(
         self,
-        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        run,  # the `Trainer` (state, model, terms, loaders, …)
         stepped: bool = True,  # whether the optimiser already applied the newest pending update
     ):
         "Read every pending result in one transfer; raise naming the first bad update."
@@ -1414,7 +689,7 @@ class FiniteChecks(Hook):
 
     def after_epoch(
         self,
-        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        run,  # the `Trainer` (state, model, terms, loaders, …)
         record,  # this epoch's record (losses, metrics); hooks may add keys
     ):
         "Read the pending results; without checkpoints, also test the weights (one read)."
@@ -1425,7 +700,7 @@ class FiniteChecks(Hook):
             )
 
 
-def _raise_non_finite(run, step: Step, vals: list, newest: bool):
+def _raise_non_finite(run, step: Update, vals: list, newest: bool):
     """Raise `NonFiniteError` for `step` from its read test values (bad inputs per batch, terms,
     max |gradient|), naming the items, the term, or the gradient's term(s)."""
     nb, names = len(step.batches), list(step.parts)
@@ -1446,12 +721,13 @@ def _raise_non_finite(run, step: Step, vals: list, newest: bool):
                 step.ids,
                 name,
             )
-    if newest:  # the weights are still those of this update: recompute each term's gradient
+    if newest and run.views is not None:  # the weights are still this update's: recompute
         culprits, how = _blame_terms(run, step), "from loss term(s)"
     else:
         culprits = [t.name for b in step.batches for t in b.terms]
-        how = ("from one of the loss terms (read after the update; FiniteChecks(every=1) names"
-               " the term)")
+        how = "from loss term(s)" if run.views is None else (  # `fit_rows`: one loss
+            "from one of the loss terms (read after the update; FiniteChecks(every=1) names the"
+            " term)")
     raise NonFiniteError(
         f"non-finite gradient {step.where}, {how} {culprits}; batch: {_ids_text(step.ids)}; {kept}",
         step.update,
@@ -1467,23 +743,25 @@ class FlopCounter(Hook):
 
     def after_update(
         self,
-        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        run,  # the `Trainer` (state, model, terms, loaders, …)
         step,  # the update in progress
     ):
         "Add this update's FLOPs (per term and loader) to the ledger."
+        if run.measure is None:
+            return
         for b in step.batches:
             run.state.ledger.charge(
                 b.loader,
                 "+".join(t.name for t in b.terms),
-                tuple(b.x.shape),
+                tuple((b.x if b.x is not None else b.ids).shape),
                 run.state.model,
-                lambda m, b=b: views_loss(m, run.views, b.terms, b.x, b.y, 1, None, run.hooks)[0],
+                lambda m, b=b: run.measure(m, b),
             )
         run.state.ledger.step()
 
     def after_epoch(
         self,
-        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        run,  # the `Trainer` (state, model, terms, loaders, …)
         record,  # this epoch's record (losses, metrics); hooks may add keys
     ):
         "Write the FLOP ledger's totals into the record."
@@ -1506,7 +784,7 @@ class Progress(Hook):
 
     def before_epoch(
         self,
-        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        run,  # the `Trainer` (state, model, terms, loaders, …)
         epoch,  # 0-based epoch number
     ):
         "Open this epoch's progress bar."
@@ -1526,7 +804,7 @@ class Progress(Hook):
 
     def after_update(
         self,
-        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        run,  # the `Trainer` (state, model, terms, loaders, …)
         step,  # the update in progress
     ):
         "Advance the bar and show the running loss."
@@ -1538,7 +816,7 @@ class Progress(Hook):
 
     def after_epoch(
         self,
-        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        run,  # the `Trainer` (state, model, terms, loaders, …)
         record,  # this epoch's record (losses, metrics); hooks may add keys
     ):
         "Close the bar and print the epoch's record."
@@ -1546,7 +824,7 @@ class Progress(Hook):
 
     def after_fit(
         self,
-        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        run,  # the `Trainer` (state, model, terms, loaders, …)
     ):
         "Close any open bar."
         if self.bar is not None:
@@ -1566,7 +844,7 @@ class Evaluation(Hook):
 
     def after_epoch(
         self,
-        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        run,  # the `Trainer` (state, model, terms, loaders, …)
         record,  # this epoch's record (losses, metrics); hooks may add keys
     ):
         "Run `eval_fn` on the model when due and add its numbers to the record."
@@ -1575,7 +853,7 @@ class Evaluation(Hook):
 
 
 def evaluate_on_rank0(
-    run,  # the `Run` being trained
+    run,  # the `Trainer` being trained
     eval_fn: Callable,  # model → dict of numbers
 ) -> dict:  # `eval_fn`'s numbers, the same on every rank
     """`eval_fn(model)` computed once, on rank 0, and sent to the other ranks under `torchrun`
@@ -1598,10 +876,29 @@ class OnStep(Hook):
 
     def after_step(
         self,
-        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        run,  # the `Trainer` (state, model, terms, loaders, …)
     ):
         "Call `fn` with the number of updates done."
         self.fn(run.state.updates)
+
+
+class OnEpoch(Hook):
+    "Call `fn(record)` with each epoch's record, once the hooks before it have added to it."
+
+    def __init__(
+        self,
+        fn: Callable[[dict], None],  # called with the epoch's record (e.g. `print`)
+    ):
+        self.fn = fn
+
+    def after_epoch(
+        self,
+        run,  # the `Trainer` (state, model, terms, loaders, …)
+        record,  # this epoch's record (losses, metrics); hooks may add keys
+    ):
+        "Call `fn` with the record."
+        self.fn(record)
+
 
 # %% ../nbs/05_train.ipynb #14b22366
 _SIGNALS = ["SIGTERM", "SIGUSR1"]
@@ -1626,7 +923,7 @@ class StopOnSignal(Hook):
 
     def before_fit(
         self,
-        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        run,  # the `Trainer` (state, model, terms, loaders, …)
     ):
         "Install the SIGTERM/SIGUSR1 handlers."
         if self.enabled:
@@ -1635,7 +932,7 @@ class StopOnSignal(Hook):
 
     def after_fit(
         self,
-        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        run,  # the `Trainer` (state, model, terms, loaders, …)
     ):
         "Restore the previous signal handlers."
         for n, h in self._old.items():
@@ -1644,7 +941,7 @@ class StopOnSignal(Hook):
 
     def check(
         self,
-        run,  # the `Run` being trained (state, model, terms, loaders, …)
+        run,  # the `Trainer` (state, model, terms, loaders, …)
         force: bool = False,  # under `torchrun`: agree now, not only every `every` updates
     ) -> str | None:  # the signal's name, or None
         """The signal received by any rank (None if none). Under `torchrun` the ranks agree by a
@@ -1731,6 +1028,8 @@ class TwoLoaders:
     """The main loader (an `EpochBatchSampler` per rank) and the cycled labeled loader of a run, on
     one device."""
 
+    names = LOADERS  # "unlabeled", "labeled"
+
     def __init__(
         self,
         unlabeled,  # main dataset (all training items)
@@ -1782,12 +1081,12 @@ class TwoLoaders:
         self,
         epoch: int,  # 0-based epoch number
         first: int,  # first step of the epoch (> 0 when resuming inside it)
-        main_active: bool,  # whether any term of the main loader is active
+        terms: dict,  # loader name → its active terms
     ):
         """Start epoch `epoch` of the main loader at step `first` (no pass when none of its terms
         is active)."""
         self.unl_sampler.load_state_dict({"epoch": epoch, "position": first})
-        self.unl_iter = iter(self.unl) if main_active else None
+        self.unl_iter = iter(self.unl) if terms["unlabeled"] else None
 
     def _next(self, it) -> tuple:
         x, y, ids = next(it)
@@ -1823,8 +1122,56 @@ class TwoLoaders:
             batches.append(Batch("labeled", terms["labeled"], x, y, ids))
         return batches
 
+
+class RowBatches:
+    """`fit_rows`' batches: shuffled index batches of `range(n)`, one permutation per epoch from
+    `rng` (a NumPy or torch generator), batches of fewer than `min_batch` rows skipped."""
+
+    names = ["rows"]  # its one loader
+
+    def __init__(
+        self,
+        n: int,  # rows
+        batch_size: int,  # rows per update
+        rng,  # np.random.Generator or torch.Generator: the shuffles
+        min_batch: int = 1,  # skip batches with fewer rows (batch norm needs 2)
+    ):
+        self.n, self.batch_size, self.rng, self.min_batch = n, batch_size, rng, min_batch
+        self.perm, self.at = None, 0
+
+    @property
+    def steps_per_epoch(self) -> int:
+        if self.batch_size < self.min_batch:
+            return 0
+        full, rest = divmod(self.n, self.batch_size)
+        return full + (rest >= self.min_batch and rest > 0)
+
+    def start_epoch(
+        self,
+        epoch: int,  # 0-based epoch number
+        first: int,  # first step of the epoch (`fit_rows` never resumes inside one: 0)
+        terms: dict,  # loader name → its active terms
+    ):
+        "Draw this epoch's permutation."
+        rng = self.rng
+        self.perm = (
+            rng.permutation(self.n) if isinstance(rng, np.random.Generator)
+            else torch.randperm(self.n, generator=rng).numpy()
+        )
+        self.at = first * self.batch_size
+
+    def draw(
+        self,
+        terms: dict,  # loader name → its active terms
+    ) -> list:  # one `Batch`: `ids` holds the rows
+        "The next batch of row indices (`x` and `y` are None: the loss reads its own rows)."
+        idx = self.perm[self.at : self.at + self.batch_size]
+        self.at += self.batch_size
+        return [Batch("rows", terms["rows"], None, None, torch.as_tensor(idx))]
+
+
 # %% ../nbs/05_train.ipynb #4de43c9c
-# The closed set of events, in the order the loop fires them (`Run.fire` refuses any other name):
+# The closed set of events, in the order the loop fires them (`Trainer.fire` refuses any other name):
 #
 #   before_fit
 #   for each epoch:
@@ -1849,13 +1196,15 @@ class StopTraining(Exception):
 
 
 @dataclass
-class Run:
-    "What one `fit` call trains with (and what hooks receive)."
+class Trainer:
+    """What one training run trains with, and what hooks receive: `fit` (image pretraining) and
+    `fit_rows` (in-memory rows) build one each and hand it to the same loop, `train_loop`."""
     state: TrainState  # the resumable `TrainState`
     net: nn.Module                 # the model, wrapped in DDP under torchrun
-    views: Callable  # two-view augmentation callable
-    terms: list  # the `LossTerm`s
-    loaders: TwoLoaders  # the run's `TwoLoaders`
+    # (trainer, batch, epoch) → (weighted loss, {term name: value}) of one loader's batch
+    batch_loss: Callable
+    terms: list  # the loss terms (`LossTerm`s; one named term for `fit_rows`)
+    loaders: object  # the run's batches: `TwoLoaders` (`fit`) or `RowBatches` (`fit_rows`)
     checkpointer: Checkpointer  # saves and resumes checkpoints
     hooks: list  # `Hook`s, called in order
     signals: StopOnSignal  # the `StopOnSignal` hook
@@ -1863,14 +1212,18 @@ class Run:
     world: int  # number of processes
     epochs: int  # epochs to train in all
     run_dir: Path | None = None  # run folder (history, checkpoints), or None
-    amp: bool = False  # mixed precision (autocast + grad scaler)
+    amp: bool = False  # mixed precision (bf16 autocast)
     max_grad_norm: float | None = None  # clip the gradient norm to this, or None
-    t_start: float = 0.0  # `time.time()` when `fit` started
+    views: Callable | None = None  # `fit`'s two-view augmentation (None for `fit_rows`)
+    # (model, batch) → the batch's loss on `model`, without side effects: what `FlopCounter`
+    # measures (None: FLOPs are not counted)
+    measure: Callable | None = None
+    t_start: float = 0.0  # `time.time()` when the loop started
 
     def fire(
         self,
         event: str,  # hook method name, e.g. `"after_epoch"`
-        *args,  # arguments passed after the run
+        *args,  # arguments passed after the trainer
     ):
         "Call `event` (one of `EVENTS`) on every hook, in order."
         if event not in EVENTS:
@@ -1883,14 +1236,18 @@ class Run:
         epoch: int,  # 0-based epoch number
     ) -> dict:  # loader name → its terms active at `epoch`
         "The terms active at `epoch`, grouped by loader."
-        return {ld: [t for t in self.terms if t.loader == ld and t.active(epoch)] for ld in LOADERS}
+        return {
+            ld: [t for t in self.terms if t.loader == ld and t.active(epoch)]
+            for ld in self.loaders.names
+        }
+
 
 # %% ../nbs/05_train.ipynb #e4f9453b
-def _train_step(run: Run, epoch: int, index: int, terms: dict) -> Step:
-    """One update: draw the batches, two views, the terms, backward, clip, step; the hooks at each
+def _train_step(run: Trainer, epoch: int, index: int, terms: dict) -> Update:
+    """One update: draw the batches, their losses, backward, clip, step; the hooks at each
     event."""
     st = run.state
-    step = Step(epoch, index, st.updates + 1, rng_before=torch.get_rng_state())
+    step = Update(epoch, index, st.updates + 1, rng_before=torch.get_rng_state())
     step.batches = run.loaders.draw(terms)
     st.labeled_batches += sum(b.loader == "labeled" for b in step.batches)
     run.fire("before_forward", step)
@@ -1899,9 +1256,7 @@ def _train_step(run: Run, epoch: int, index: int, terms: dict) -> Step:
     with torch.autocast(run.device.type, dtype=torch.bfloat16, enabled=run.amp), trusted_inputs():
         for b in step.batches:
             try:
-                loss, parts = views_loss(
-                    run.net, run.views, b.terms, b.x, b.y, run.world, epoch, run.hooks
-                )
+                loss, parts = run.batch_loss(run, b, epoch)
             except NonFiniteInputError as e:
                 raise NonFiniteError(
                     f"loss term '{e.term}' is nan {step.where} (its input: {e}); batch: "
@@ -1928,8 +1283,14 @@ def _train_step(run: Run, epoch: int, index: int, terms: dict) -> Step:
     run.fire("after_update", step)
     return step
 
+
+def _views_batch_loss(run: Trainer, b: Batch, epoch: int) -> tuple:
+    "`fit`'s loss of one loader's batch: two views of its images through the model, its terms."
+    return views_loss(run.net, run.views, b.terms, b.x, b.y, run.world, epoch, run.hooks)
+
+
 # %% ../nbs/05_train.ipynb #8c9b5a1a
-def _train_epoch(run: Run, epoch: int):
+def _train_epoch(run: Trainer, epoch: int):
     """The updates of epoch `epoch` (from the state's step on: a resumed epoch continues), then its
     end."""
     st, n = run.state, run.loaders.steps_per_epoch
@@ -1937,7 +1298,7 @@ def _train_epoch(run: Run, epoch: int):
     if st.step == 0:
         st.sums = {t.name: 0.0 for t in run.terms}
     terms = run.active_terms(epoch)
-    run.loaders.start_epoch(epoch, st.step, bool(terms["unlabeled"]))
+    run.loaders.start_epoch(epoch, st.step, terms)
     run.fire("before_epoch", epoch)
     signame = None
     for index in range(st.step, n):
@@ -1958,7 +1319,7 @@ def _train_epoch(run: Run, epoch: int):
     _end_epoch(run, epoch, signame)
 
 
-def _end_epoch(run: Run, epoch: int, signame: str | None):
+def _end_epoch(run: Trainer, epoch: int, signame: str | None):
     """The epoch's record (hooks add to it), the history file, the epoch checkpoint; stop here on a
     signal."""
     st, n = run.state, run.loaders.steps_per_epoch
@@ -1972,6 +1333,9 @@ def _end_epoch(run: Run, epoch: int, signame: str | None):
             for k, v in st.sums.items()
         },
     }
+    # the mean total loss per update (the terms' weighted means)
+    means = {t.name: record.get(f"loss/{t.name}") for t in run.terms}
+    record["loss"] = sum(t.weight * means[t.name] for t in run.terms if means[t.name] is not None)
     run.fire("after_epoch", record)
     record["seconds"] = round(time.time() - run.t_start, 3)
     st.history.append(record)
@@ -1991,7 +1355,7 @@ def _end_epoch(run: Run, epoch: int, signame: str | None):
         )
 
 
-def _save(run: Run):
+def _save(run: Trainer):
     """Let the hooks settle what they keep on the device, take their states, then write a
     checkpoint (if any is kept)."""
     if run.checkpointer.folder is not None:
@@ -2015,7 +1379,7 @@ def _hook_keys(hooks: list) -> list:
     return keys
 
 
-def _restore_hooks(run: Run):
+def _restore_hooks(run: Trainer):
     "Give each hook the state the resumed checkpoint saved for it (by `_hook_keys`)."
     for k, h in zip(_hook_keys(run.hooks), run.hooks):
         if k in run.state.hook_states:
@@ -2024,7 +1388,7 @@ def _restore_hooks(run: Run):
 
 # %% ../nbs/05_train.ipynb #50274d54
 def train_loop(
-    run: Run,  # set up by `fit`
+    run: Trainer,  # set up by `fit`
     stop_after_epoch: int | None = None,  # end this call after this epoch (the run resumes later)
 ) -> list:  # history: one record per epoch
     """Train from the state's epoch and step to `run.epochs`; returns the history (one record per
@@ -2059,7 +1423,7 @@ def _check_terms(terms, unlabeled, labeled, labeled_sampler, model) -> list:
     if len({t.name for t in terms}) != len(terms):
         raise ValueError("`terms` must not name the same loss twice")
     if any(t.loader == "labeled" for t in terms) and (labeled is None or labeled_sampler is None):
-        raise ValueError("labeled loss terms need `labeled` and `labeled_sampler`")
+        raise ValueError("labeled loss terms need `labeled=LabeledData(dataset, sampler)`")
     if any(t.loader == "unlabeled" and t.supervised for t in terms):
         ty = getattr(unlabeled, "targets", None)
         if ty is not None and int((torch.as_tensor(ty) < 0).sum()):
@@ -2150,15 +1514,59 @@ def _validate_inputs(model, views, unlabeled, labeled, labeled_sampler, terms, b
         _preflight(model, views, labeled, "labeled", dev)
 
 # %% ../nbs/05_train.ipynb #18c1cd6b
-def _default_hooks(eval_fn, eval_every, progress, on_step, hooks, check_every=16) -> list:
-    "The hooks `fit`'s arguments ask for, then the caller's own."
-    out = [FiniteChecks(check_every), FlopCounter()] + ([Progress(check_every)] if progress else [])
-    out += [Evaluation(eval_fn, eval_every)] if eval_fn is not None else []
-    out += list(hooks or [])
-    for h in out:
+@dataclass(frozen=True)
+class LabeledData:
+    "The labeled loader of a run: the labeled items and the sampler of their batches."
+
+    dataset: object  # dataset of (image tensor, label) of the labeled items
+    sampler: Sampler  # index batches of `dataset` (e.g. `ClassStratifiedBatchSampler`)
+
+
+@dataclass(frozen=True)
+class Optimization:
+    "The optimiser and its learning-rate schedule (linear warm-up, then cosine to 0)."
+
+    optimizer: str = "sgd"  # 'sgd' or 'lars'
+    lr: float = 0.5  # peak learning rate
+    momentum: float = 0.9  # momentum coefficient
+    weight_decay: float = 1e-6  # on weights, not biases and norms
+    warmup_epochs: int = 0  # epochs of linear warm-up
+    max_grad_norm: float | None = None  # clip the gradient norm to this (None: no clipping)
+
+    def __post_init__(self):  # the optimiser's own settings are checked when it is built
+        check_int("warmup_epochs", self.warmup_epochs, 0)
+
+
+@dataclass(frozen=True)
+class Checkpointing:
+    "Where and how often a run checkpoints, and how it stops early (planned, or on a signal)."
+
+    run_dir: object = None  # run folder: checkpoints, history.json; resumed when it holds one
+    every: int | None = None  # also checkpoint inside epochs, every this many updates
+    keep: int = 2  # verified checkpoints kept in the run folder
+    stop_after_epoch: int | None = None  # end this call after this epoch (a planned interruption)
+    handle_signals: bool = True  # on SIGTERM/SIGUSR1: checkpoint and raise `Preempted`
+    # resume although the data changed: True, or loader names ({'labeled'})
+    allow_data_change: object = False
+
+    def checkpointer(
+        self,
+        world: int = 1,  # number of processes
+        rank: int = 0,  # this process's rank
+    ) -> Checkpointer:  # the run folder's checkpointer (checks the settings)
+        "The `Checkpointer` these settings describe."
+        return Checkpointer(self.run_dir, self.every, self.keep, world, rank,
+                            self.allow_data_change)
+
+
+def _default_hooks(hooks, runtime) -> list:
+    "The engine's own hooks (finite checks, FLOPs, the progress bar), then the caller's."
+    out = [FiniteChecks(runtime.check_every), FlopCounter()]
+    out += [Progress(runtime.check_every)] if runtime.progress else []
+    for h in hooks or []:
         if not isinstance(h, Hook):
             raise ValueError(f"`hooks` must hold Hook instances; got {type(h).__name__}")
-    return out + ([OnStep(on_step)] if on_step is not None else [])
+    return out + list(hooks or [])
 
 
 def _world() -> tuple:
@@ -2176,12 +1584,13 @@ def _wrap(model, dev, world):
         net, device_ids=[dev.index] if cuda else None, broadcast_buffers=not cuda
     )
 
+
 # %% ../nbs/05_train.ipynb #96e50178
 @dataclass
 class RuntimeOptions:
-    """How `fit` runs on its device. None of these changes what is computed, except `tf32`
-    (float32 matrix products in TF32 on CUDA) and `compile` (fused kernels round differently);
-    `None` means on for CUDA, off on the CPU."""
+    """How `fit` runs on its device. None of these changes what is computed, except `amp` (bf16),
+    `tf32` (float32 matrix products in TF32 on CUDA) and `compile` (fused kernels round
+    differently); `None` means on for CUDA, off on the CPU."""
 
     channels_last: bool | None = None  # the model's weights in NHWC (faster convolutions on GPUs)
     cudnn_benchmark: bool | None = None  # let cuDNN time and pick its convolution algorithms
@@ -2192,9 +1601,15 @@ class RuntimeOptions:
     # benchmark: the same run gives the same bits on the same CUDA machine, at some speed
     deterministic: bool = False
     check_every: int = 16  # read `FiniteChecks`' device-side results every this many updates
+    device: object = "auto"  # 'auto', 'cpu', 'cuda', 'cuda:N' or a torch.device
+    amp: bool = True  # bf16 autocast on CUDA (ignored on the CPU)
+    num_workers: int = 0  # data-loader worker processes
+    progress: bool = True  # show a progress bar per epoch
+    validate: bool = True  # check the datasets and the model before the first update
 
     def __post_init__(self):
         check_int("check_every", self.check_every, 1)
+        check_int("num_workers", self.num_workers, 0)
         if not isinstance(self.compile, (bool, str)):
             raise ValueError(
                 f"`compile` must be True, False or a torch.compile backend's name; got"
@@ -2239,14 +1654,6 @@ def _backend_flags(
         torch.use_deterministic_algorithms(saved[4])
 
 
-def _check_runtime(runtime) -> RuntimeOptions:
-    "`fit`'s `runtime`: the defaults for None; anything but a `RuntimeOptions` is refused."
-    runtime = RuntimeOptions() if runtime is None else runtime
-    if not isinstance(runtime, RuntimeOptions):
-        raise ValueError(f"`runtime` must be a RuntimeOptions; got {type(runtime).__name__}")
-    return runtime
-
-
 def _runtime_model(model: nn.Module, opts: dict):
     "The module `fit` calls: channels-last weights, compiled when asked (the state stays `model`)."
     if opts["channels_last"]:
@@ -2262,147 +1669,269 @@ def fit(
     views: Callable,  # device batch → one random view (e.g. `augment.BatchViews`)
     epochs: int,  # epochs of the main loader
     batch_size: int,  # main-loader items per update, per rank
-    labeled=None,  # dataset of the labeled items, for labeled terms
-    # index batches of `labeled` (e.g. `ClassStratifiedBatchSampler`)
-    labeled_sampler: Sampler | None = None,
-    optimizer: str = "sgd",  # 'sgd' or 'lars'
-    lr: float = 0.5,  # peak learning rate (warm-up, then cosine to 0)
-    momentum: float = 0.9,  # momentum coefficient
-    weight_decay: float = 1e-6,  # on weights, not biases and norms
-    warmup_epochs: int = 0,  # epochs of linear warm-up
-    run_dir=None,  # run folder: checkpoints, history.json; resumed when it holds a checkpoint
-    eval_fn: Callable | None = None,  # model → {metric: value}, added to the epoch records
-    eval_every: int = 1,  # evaluate every this many epochs (and after the last)
+    labeled: LabeledData | None = None,  # the labeled loader, for labeled terms
+    optim: Optimization | None = None,  # optimiser and schedule (None: `Optimization()`)
+    checkpoints: Checkpointing | None = None,  # run folder, frequency, stops (None: none kept)
+    # `Hook`s after the engine's own (e.g. `Evaluation`, `SelectOnValidation`, `OnStep`)
+    hooks: list | None = None,
+    runtime: RuntimeOptions | None = None,  # device, bf16, workers, progress bar, …
     seed: int = 0,  # seeds the RNGs, the samplers and the loaders
-    device="auto",  # 'auto', 'cpu', 'cuda' or 'cuda:N'
-    amp: bool = True,  # bf16 autocast on CUDA (ignored on the CPU)
-    num_workers: int = 0,  # data-loader worker processes
-    progress: bool = True,  # show a progress bar per epoch
-    stop_after_epoch: int | None = None,  # end this call after this epoch (a planned interruption)
-    max_grad_norm: float | None = None,  # clip the gradient norm
-    checkpoint_every: int | None = None,  # also checkpoint inside epochs, every this many updates
-    keep_checkpoints: int = 2,  # verified checkpoints kept in the run folder
-    on_step: Callable[[int], None] | None = None,  # called with the update count after every update
-    handle_signals: bool = True,  # on SIGTERM/SIGUSR1: checkpoint and raise `Preempted`
-    validate: bool = True,  # check the datasets and the model before the first update
-    hooks: list | None = None,  # extra `Hook`s (e.g. `strata.LabelCorrection`)
-    # resume although the data changed: True, or loader names ({'labeled'})
-    allow_data_change=False,
-    runtime: RuntimeOptions | None = None,  # device settings (channels-last, TF32, compile, …)
 ) -> list:  # history: one record per epoch
     "Train `model` on `unlabeled` (+ `labeled`) with `terms`; returns the per-epoch history."
     check_int("epochs", epochs, 1)
     check_int("batch_size", batch_size, 1)
-    check_int("warmup_epochs", warmup_epochs, 0)
-    terms = _check_terms(terms, unlabeled, labeled, labeled_sampler, model)
-    runtime = _check_runtime(runtime)
-    hooks = _default_hooks(eval_fn, eval_every, progress, on_step, hooks, runtime.check_every)
-    checkpointer_args = (run_dir, checkpoint_every, keep_checkpoints)
-    Checkpointer(*checkpointer_args, allow_data_change=allow_data_change)  # checks its arguments
-    dev = get_device(device)
-    if validate:
-        _validate_inputs(model, views, unlabeled, labeled, labeled_sampler, terms, batch_size, dev)
+    optim = _check_config("optim", optim, Optimization)
+    ckpt = _check_config("checkpoints", checkpoints, Checkpointing)
+    runtime = _check_config("runtime", runtime, RuntimeOptions)
+    lab, lab_sampler = _check_labeled(labeled)
+    terms = _check_terms(terms, unlabeled, lab, lab_sampler, model)
+    hooks = _default_hooks(hooks, runtime)
+    ckpt.checkpointer()  # checks its settings before anything is built
+    dev = get_device(runtime.device)
+    if runtime.validate:
+        _validate_inputs(model, views, unlabeled, lab, lab_sampler, terms, batch_size, dev)
     world, rank = _world()
+    use_amp = runtime.amp and dev.type == "cuda"
     seed_everything(seed + rank)
     model = model.to(dev)
-    loaders = TwoLoaders(unlabeled, labeled, labeled_sampler, batch_size, seed, rank, world,
-                         num_workers, dev)
-    opt = make_optimizer(model, optimizer, lr, momentum, weight_decay)
+    loaders = TwoLoaders(unlabeled, lab, lab_sampler, batch_size, seed, rank, world,
+                         runtime.num_workers, dev)
+    state = _fit_state(model, terms, views, loaders, unlabeled, lab, lab_sampler, epochs,
+                       batch_size, optim, seed, world, rank, use_amp)
+    checkpointer = ckpt.checkpointer(world, rank)
+    checkpointer.resume(state)
+    loaders.position_labeled(state.labeled_batches)
+    signals = StopOnSignal(ckpt.handle_signals)
+    opts = runtime.resolved(dev)
+    run = Trainer(state, _wrap(_runtime_model(model, opts), dev, world), _views_batch_loss, terms,
+                  loaders, checkpointer, [signals] + hooks, signals, dev, world, epochs,
+                  Path(ckpt.run_dir) if ckpt.run_dir is not None else None,
+                  use_amp, optim.max_grad_norm, views,
+                  lambda m, b: views_loss(m, views, b.terms, b.x, b.y, 1, None, run.hooks)[0])
+    with _backend_flags(opts):
+        return train_loop(run, ckpt.stop_after_epoch)
+
+
+def _check_config(name: str, value, cls):
+    "A config argument: the defaults for None; anything but a `cls` is refused."
+    value = cls() if value is None else value
+    if not isinstance(value, cls):
+        raise ValueError(f"`{name}` must be a {cls.__name__}; got {type(value).__name__}")
+    return value
+
+
+def _check_labeled(labeled) -> tuple:
+    "`fit`'s `labeled`: `(dataset, sampler)`, or `(None, None)`."
+    if labeled is None:
+        return None, None
+    if not isinstance(labeled, LabeledData):
+        raise ValueError(
+            "`labeled` must be a LabeledData(dataset, sampler) (e.g. with a"
+            f" ClassStratifiedBatchSampler); got {type(labeled).__name__}"
+        )
+    return labeled.dataset, labeled.sampler
+
+
+def _fit_state(model, terms, views, loaders, unlabeled, labeled, labeled_sampler, epochs,
+               batch_size, optim, seed, world, rank, use_amp) -> TrainState:
+    "`fit`'s fresh `TrainState`: optimiser, warm-up + cosine schedule, configuration, data."
+    opt = make_optimizer(model, optim.optimizer, optim.lr, optim.momentum, optim.weight_decay)
     steps = loaders.steps_per_epoch
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(epochs * steps,
-                                                                 warmup_epochs * steps))
-    use_amp = amp and dev.type == "cuda"
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, warmup_cosine(epochs * steps, optim.warmup_epochs * steps)
+    )
     scaler = torch.amp.GradScaler("cuda", enabled=False)  # bf16 needs none; the format keeps it
     datasets = {"unlabeled": unlabeled, **({"labeled": labeled} if labeled is not None else {})}
     config = run_config(
         model, terms, views, labeled_sampler, world, datasets, epochs=epochs,
-        batch_size=batch_size, optimizer=optimizer, lr=lr, momentum=momentum,
-        weight_decay=weight_decay, warmup_epochs=warmup_epochs, seed=seed,
-        max_grad_norm=max_grad_norm, amp=use_amp
+        batch_size=batch_size, optimizer=optim.optimizer, lr=optim.lr, momentum=optim.momentum,
+        weight_decay=optim.weight_decay, warmup_epochs=optim.warmup_epochs, seed=seed,
+        max_grad_norm=optim.max_grad_norm, amp=use_amp
     )
     data = {"unlabeled": dataset_fingerprint(unlabeled),
             "labeled": dataset_fingerprint(labeled) if labeled is not None else None}
-    state = TrainState(model, opt, sched, scaler, config, data, rank,
-                       sums={t.name: 0.0 for t in terms})
-    checkpointer = Checkpointer(*checkpointer_args, world, rank, allow_data_change)
-    checkpointer.resume(state)
-    loaders.position_labeled(state.labeled_batches)
-    signals = StopOnSignal(handle_signals)
-    opts = runtime.resolved(dev)
-    run = Run(state, _wrap(_runtime_model(model, opts), dev, world), views, terms, loaders,
-              checkpointer, [signals] + hooks, signals, dev, world, epochs,
-              Path(run_dir) if run_dir is not None else None, use_amp, max_grad_norm)
-    with _backend_flags(opts):
-        return train_loop(run, stop_after_epoch)
+    return TrainState(model, opt, sched, scaler, config, data, rank,
+                      sums={t.name: 0.0 for t in terms})
+
+
+# %% ../nbs/05_train.ipynb #c6dbafbd
+class SelectOnValidation(Evaluation):
+    """Engine hook: score validation every `every` epochs (and, with `initial`, before the first
+    update); keep the best `select` state (ties: the first)."""
+
+    def __init__(
+        self,
+        eval_fn: Callable,  # model → {metric: value} on the validation set
+        select: str,  # the key of `eval_fn`'s result to maximise
+        # evaluate every this many epochs (and after the last)
+        every: int = 1,
+        # also score the model before the first update (a candidate, and the curve's epoch 0)
+        initial: bool = True,
+    ):
+        super().__init__(eval_fn, every)
+        self.select, self.score_initial = select, initial
+        self.best, self.best_epoch, self.best_record, self.state, self.initial = (
+            -math.inf,
+            None,
+            None,
+            None,
+            None,
+        )
+
+    def state_dict(self) -> dict:  # best value, epoch, record, state and the epoch-0 record
+        "What a resumed run needs to select as an uninterrupted one (saved in every checkpoint)."
+        return {"best": self.best, "best_epoch": self.best_epoch, "best_record": self.best_record,
+                "state": self.state, "initial": self.initial}
+
+    def load_state_dict(
+        self,
+        sd: dict,  # what `state_dict` returned when the checkpoint was written
+    ):
+        "Take back the selection a checkpoint saved."
+        self.best, self.best_epoch = sd["best"], sd["best_epoch"]
+        self.best_record = sd["best_record"]
+        self.state, self.initial = sd["state"], sd["initial"]
+
+    def _consider(self, model: nn.Module, record: dict):
+        if self.select not in record:
+            raise ValueError(
+                f"`select` is {self.select!r} but `eval_fn` gives"
+                f" {sorted(k for k in record if k != 'epoch')}"
+            )
+        if record[self.select] > self.best:
+            self.best, self.best_epoch, self.best_record = (
+                record[self.select],
+                record["epoch"],
+                dict(record),
+            )
+            self.state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+
+    def before_fit(
+        self,
+        run,  # the `Trainer` being trained
+    ):
+        "Score validation before the first update (the epoch-0 point of the curve)."
+        if self.score_initial and run.state.updates == 0 and self.initial is None:
+            self.initial = {
+                "epoch": 0,
+                "updates": 0,
+                "flops": 0,
+                "petaflops": 0.0,
+                **evaluate_on_rank0(run, self.eval_fn),
+            }
+            self._consider(run.state.model, self.initial)
+
+    def after_epoch(
+        self,
+        run,  # the `Trainer` being trained
+        record,  # this epoch's record; validation numbers are added
+    ):
+        "Score validation when due; keep the model state when `select` improved."
+        # adds eval_fn's numbers on evaluation epochs
+        super().after_epoch(run, record)
+        if record["epoch"] % self.every == 0 or record["epoch"] == run.epochs:
+            self._consider(run.state.model, record)
+
+    def curve(
+        self,
+        history: list,  # `fit`'s history (one record per epoch)
+    ) -> list:  # records carrying `select`, epoch 0 first
+        "The validation curve: the epoch-0 record, then the history's records that carry `select`."
+        return ([self.initial] if self.initial is not None else []) + [
+            dict(r) for r in history if self.select in r
+        ]
+
+    def restore(
+        self,
+        model: nn.Module,  # the trained network (same architecture)
+    ) -> nn.Module:  # `model`, with the selected state
+        "Load the selected state into `model` (returns it)."
+        if self.state is None:
+            raise ValueError("no state selected yet: pass this hook to `fit` first")
+        model.load_state_dict(self.state)
+        return model
 
 # %% ../nbs/05_train.ipynb #d65eb640
-def fit_epochs(
-    module: nn.Module,  # trained in place (put in train mode every epoch)
-    opt,  # its optimiser
+@dataclass
+class _RowTerm:
+    "`fit_rows`' one loss, as a term of the loop (always active, weight 1)."
+
+    name: str  # its name in the records (`loss/<name>`) and the FLOP ledger
+    loader: str = "rows"
+    weight: float = 1.0
+    supervised: bool = False
+
+    def active(self, epoch: int) -> bool:
+        return True
+
+
+class _ConstantLR:
+    "The schedule of a run without one: the learning rates stay the optimiser's."
+
+    def __init__(self, opt):
+        self.opt = opt
+
+    def step(self):
+        pass
+
+    def get_last_lr(self) -> list:
+        return [g["lr"] for g in self.opt.param_groups]
+
+    def state_dict(self) -> dict:
+        return {}
+
+    def load_state_dict(self, sd: dict):
+        pass
+
+
+def fit_rows(
+    model: nn.Module,  # trained in place (put in train mode every epoch)
+    optimizer: torch.optim.Optimizer,  # its optimiser
     n: int,  # rows: batches are index arrays into range(n)
-    epochs: int,  # passes over the n items
-    batch_size: int,  # items per update
+    epochs: int,  # passes over the n rows
+    batch_size: int,  # rows per update
     rng,  # np.random.Generator or torch.Generator: the shuffles
     batch_loss: Callable,  # idx (int64 array) → scalar loss of those rows
-    dev_score: Callable | None = None,  # () → {name: number} after each epoch
-    select: str | None = None,  # the `dev_score` entry to maximise (the best epoch is kept)
-    after_epoch: Callable | None = None,  # record → None, after each epoch
-    log: Callable | None = None,  # record → None (e.g. print)
-    scheduler=None,  # stepped after every optimiser step
+    # `Hook`s after the engine's finite checks (e.g. `SelectOnValidation`, `OnEpoch`)
+    hooks: list | None = None,
+    scheduler=None,  # stepped after every optimiser step (None: constant learning rates)
     min_batch: int = 1,  # skip batches with fewer rows (batch norm needs 2)
-) -> dict:  # {'history', 'seconds', 'best_epoch'}
-    "Train `module` in place; returns `{'history': [...], 'seconds': …, 'best_epoch': …}`."
-    check_int("n", n, 1)
-    check_int("epochs", epochs, 1)
-    check_int("batch_size", batch_size, 1)
-    check_int("min_batch", min_batch, 1)
-    if dev_score is not None and select is None:
-        raise ValueError("`select` must name the entry of `dev_score()` to maximise")
+    name: str = "loss",  # the loss's name in the records and the FLOP ledger
+    # (model, idx) → the loss of those rows on `model`, without side effects (no RNG draws):
+    # measured for the FLOP ledger (`FlopCounter`); None: FLOPs are not counted
+    flops: Callable | None = None,
+    ledger: FlopLedger | None = None,  # the ledger charged (None: a new one)
+) -> list:  # history: one record per epoch (`loss`, `updates`, `lr`, `seconds`, the hooks' keys)
+    """Train `model` on rows held in memory, on the engine's loop: one optimiser step on
+    `batch_loss(idx)` per shuffled batch, the engine's hooks (finite checks, FLOPs) and yours."""
+    for k, v, lo in (("n", n, 1), ("epochs", epochs, 1), ("batch_size", batch_size, 1),
+                     ("min_batch", min_batch, 1)):
+        check_int(k, v, lo)
     if not isinstance(rng, (np.random.Generator, torch.Generator)):
         raise ValueError(
             f"`rng` must be a np.random.Generator or a torch.Generator; got {type(rng).__name__}"
         )
-    history, best, best_state, t0 = [], -math.inf, None, time.time()
-    for epoch in range(epochs):
-        module.train()
-        losses = []
-        perm = (
-            rng.permutation(n)
-            if isinstance(rng, np.random.Generator)
-            else torch.randperm(n, generator=rng).numpy()
-        )
-        for start in range(0, n, batch_size):
-            idx = perm[start : start + batch_size]
-            if len(idx) < min_batch:
-                continue
-            loss = batch_loss(idx)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            if scheduler is not None:
-                scheduler.step()
-            losses.append(loss.item())
-        rec = {
-            "epoch": epoch + 1,
-            "loss": float(np.mean(losses)) if losses else float("nan"),
-            "seconds": round(time.time() - t0, 2),
-        }
-        if dev_score is not None:
-            scores = dev_score()
-            if select not in scores:
-                raise ValueError(f"`select` is {select!r} but `dev_score()` gives {sorted(scores)}")
-            rec.update(scores)
-            if scores[select] > best:
-                best = scores[select]
-                best_state = {
-                    k: v.detach().clone() for k, v in module.named_parameters() if v.requires_grad
-                }
-        history.append(rec)
-        if log:
-            log(rec)
-        if after_epoch:
-            after_epoch(rec)
-    if best_state is not None:
-        module.load_state_dict(best_state, strict=False)
-    best_epoch = max(history, key=lambda r: r[select])["epoch"] if dev_score is not None else epochs
-    return {"history": history, "seconds": time.time() - t0, "best_epoch": best_epoch}
+    loaders = RowBatches(n, batch_size, rng, min_batch)
+    if loaders.steps_per_epoch == 0:
+        raise ValueError(f"`n` = {n} rows give no batch of at least `min_batch` = {min_batch}")
+    dev = next(model.parameters()).device
+    terms = [_RowTerm(name)]
+    state = TrainState(model, optimizer, scheduler or _ConstantLR(optimizer),
+                       torch.amp.GradScaler("cuda", enabled=False),
+                       {"rows": n, "epochs": epochs, "batch_size": batch_size}, {},
+                       sums={name: 0.0}, ledger=ledger if ledger is not None else FlopLedger())
+    signals = StopOnSignal(False)
+    run = Trainer(state, model, lambda run, b, epoch: _row_loss(batch_loss, name, b), terms,
+                  loaders, Checkpointer(None), [signals] + _default_hooks(hooks, _ROWS_RUNTIME),
+                  signals, dev, 1, epochs,
+                  measure=None if flops is None else (lambda m, b: flops(m, b.ids.numpy())))
+    return train_loop(run)
+
+
+_ROWS_RUNTIME = RuntimeOptions(progress=False)
+
+
+def _row_loss(batch_loss: Callable, name: str, b: Batch) -> tuple:
+    loss = batch_loss(b.ids.numpy())
+    return loss, {name: loss}
+

@@ -42,7 +42,7 @@ def result(run_dir, rank=0) -> dict:
 
 
 def final_state(run_dir) -> dict:
-    from contrastive_nb.train import load_checkpoint
+    from contrastive_nb.checkpoint import load_checkpoint
     return load_checkpoint(Path(run_dir) / "checkpoints")
 
 

@@ -15,7 +15,8 @@ from torchvision.transforms import ToTensor
 from contrastive_nb import data, train
 from contrastive_nb.data import check_dataset, csv_image_dataset, image_folder_dataset
 from contrastive_nb.models import ContrastiveModel
-from contrastive_nb.train import CheckpointError, LossTerm, fit
+from contrastive_nb.checkpoint import CheckpointError
+from contrastive_nb.train import Checkpointing, LossTerm, RuntimeOptions, fit
 
 
 def _png(path, value=0, size=8):
@@ -83,8 +84,17 @@ def _model():
 
 
 def _fit(ds, run_dir, **kw):
-    return fit(_model(), ds, [LossTerm("nt_xent")], lambda x: x, epochs=2, batch_size=4, run_dir=run_dir,
-               device="cpu", progress=False, **kw)
+    return fit(
+        _model(),
+        ds,
+        [LossTerm("nt_xent")],
+        lambda x: x,
+        epochs=2,
+        batch_size=4,
+        checkpoints=Checkpointing(run_dir),
+        runtime=RuntimeOptions(device="cpu", progress=False),
+        **kw,
+    )
 
 
 def test_one_image_of_another_size_is_refused_before_training_naming_the_file(tmp_path):

@@ -15,7 +15,7 @@ import torch
 
 from scenario import assert_same_run, env, final_state, result, run, run_many, worker_cmd
 
-from contrastive_nb.train import CheckpointError, load_checkpoint
+from contrastive_nb.checkpoint import CheckpointError, load_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -213,7 +213,7 @@ def test_the_library_loads_only_tensors():
 
 def test_exported_weights_are_safetensors_and_a_pickle_is_not_accepted_as_weights(tmp_path):
     from safetensors import safe_open
-    from contrastive_nb.train import export_weights, load_weights
+    from contrastive_nb.checkpoint import export_weights, load_weights
     model = torch.nn.Linear(4, 3)
     path = export_weights(model, tmp_path / "model.safetensors", {"run": "test"})
     with safe_open(str(path), "pt") as f:                   # a safetensors header and tensors, nothing else

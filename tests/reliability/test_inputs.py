@@ -13,7 +13,7 @@ from contrastive_nb.data import TensorImageDataset, csv_image_dataset, image_fol
 from contrastive_nb.losses import nt_xent, spread, suncet, supcon
 from contrastive_nb.models import ContrastiveModel
 from contrastive_nb.reference import ref_nt_xent, ref_spread, ref_suncet, ref_supcon
-from contrastive_nb.train import LossTerm, fit
+from contrastive_nb.train import Checkpointing, LossTerm, RuntimeOptions, fit
 
 
 # ---------------------------------------------------------------- bad input, caught before training
@@ -33,8 +33,16 @@ def _model(classes=None, channels=3):
 
 
 def _fit(ds, run_dir, terms=None, model=None):
-    return fit(model or _model(), ds, terms or [LossTerm("nt_xent")], lambda x: x, epochs=1, batch_size=4,
-               run_dir=run_dir, device="cpu", progress=False)
+    return fit(
+        model or _model(),
+        ds,
+        terms or [LossTerm("nt_xent")],
+        lambda x: x,
+        epochs=1,
+        batch_size=4,
+        checkpoints=Checkpointing(run_dir),
+        runtime=RuntimeOptions(device="cpu", progress=False),
+    )
 
 
 def _png(path, value=0, size=8):

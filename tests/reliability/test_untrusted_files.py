@@ -102,7 +102,7 @@ def test_a_bad_fasttext_cache_is_trained_again_not_returned(tmp_path):
 
 
 def test_a_checkpoint_that_verifies_but_lacks_keys_is_refused_by_name(tmp_path):
-    from contrastive_nb.train import CheckpointError, save_checkpoint, _check_resumable, load_checkpoint
+    from contrastive_nb.checkpoint import CheckpointError, save_checkpoint, _check_resumable, load_checkpoint
     save_checkpoint({"format": 3, "model": {"w": torch.zeros(2)}}, tmp_path, 1)
     st = load_checkpoint(tmp_path)                                  # its checksum verifies
     with pytest.raises(CheckpointError) as e:

@@ -21,7 +21,9 @@ import torch.distributed as dist
 from contrastive_nb.core import atomic_write_text
 from contrastive_nb.data import ClassStratifiedBatchSampler, labeled_fraction_split, load_digits
 from contrastive_nb.models import ContrastiveModel
-from contrastive_nb.train import CheckpointError, LossTerm, NonFiniteError, Preempted, fit, init_distributed
+from contrastive_nb.checkpoint import CheckpointError, NonFiniteError, Preempted
+from contrastive_nb.train import (Checkpointing, LabeledData, LossTerm, OnStep, Optimization, RuntimeOptions, fit,
+                                  init_distributed)
 
 
 class TinyEncoder(torch.nn.Module):
@@ -117,7 +119,7 @@ def main():
         os.fsync = slow_fsync
 
     if a.cut_sidecar_at is not None:       # the checkpoint's .pt is in place; its sidecar is never written
-        import contrastive_nb.train as engine
+        import contrastive_nb.checkpoint as engine      # the checkpointer's module writes the sidecars
         real_write = engine.atomic_write_json
         def cut(path, obj, *args, **kwargs):
             if Path(path).name == f"ckpt-{a.cut_sidecar_at:09d}.json":
@@ -143,10 +145,20 @@ def main():
 
     result = {"rank": rank}
     try:
-        fit(model, tr, [LossTerm("nt_xent", temperature=0.5), LossTerm("suncet", temperature=0.1)], views,
-            epochs=a.epochs, batch_size=a.batch_size, labeled=labeled, labeled_sampler=sampler, lr=a.lr,
-            seed=a.seed, device="cpu", num_workers=a.workers, progress=False, run_dir=a.run_dir,
-            checkpoint_every=a.checkpoint_every, on_step=on_step)
+        fit(
+            model,
+            tr,
+            [LossTerm("nt_xent", temperature=0.5), LossTerm("suncet", temperature=0.1)],
+            views,
+            epochs=a.epochs,
+            batch_size=a.batch_size,
+            labeled=LabeledData(labeled, sampler),
+            optim=Optimization(lr=a.lr),
+            checkpoints=Checkpointing(a.run_dir, every=a.checkpoint_every),
+            runtime=RuntimeOptions(device="cpu", num_workers=a.workers, progress=False),
+            hooks=[OnStep(on_step)],
+            seed=a.seed,
+        )
         result.update(status="done", draws={"torch": torch.rand(4).tolist(), "numpy": np.random.rand(4).tolist(),
                                             "python": [random.random() for _ in range(4)]})
         code = 0
