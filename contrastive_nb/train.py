@@ -1207,7 +1207,6 @@ class Trainer:
     loaders: object  # the run's batches: `TwoLoaders` (`fit`) or `RowBatches` (`fit_rows`)
     checkpointer: Checkpointer  # saves and resumes checkpoints
     hooks: list  # `Hook`s, called in order
-    signals: StopOnSignal  # the `StopOnSignal` hook
     device: torch.device  # training device
     world: int  # number of processes
     epochs: int  # epochs to train in all
@@ -1218,7 +1217,13 @@ class Trainer:
     # (model, batch) → the batch's loss on `model`, without side effects: what `FlopCounter`
     # measures (None: FLOPs are not counted)
     measure: Callable | None = None
-    t_start: float = 0.0  # `time.time()` when the loop started
+    t_start: float = field(default=0.0, init=False)  # `time.time()` when the loop started
+    # the `StopOnSignal` among the hooks (preemption: the loop asks it after every update)
+    signals: StopOnSignal = field(init=False)
+
+    def __post_init__(self):
+        found = [h for h in self.hooks if isinstance(h, StopOnSignal)]
+        self.signals = found[0] if found else StopOnSignal(False)
 
     def fire(
         self,
@@ -1704,7 +1709,7 @@ def fit(
     signals = StopOnSignal(ckpt.handle_signals)
     opts = runtime.resolved(dev)
     run = Trainer(state, _wrap(_runtime_model(model, opts), dev, world), _views_batch_loss, terms,
-                  loaders, checkpointer, [signals] + hooks, signals, dev, world, epochs,
+                  loaders, checkpointer, [signals] + hooks, dev, world, epochs,
                   Path(ckpt.run_dir) if ckpt.run_dir is not None else None,
                   use_amp, optim.max_grad_norm, views,
                   lambda m, b: views_loss(m, views, b.terms, b.x, b.y, 1, None, run.hooks)[0])
@@ -1920,10 +1925,8 @@ def fit_rows(
                        torch.amp.GradScaler("cuda", enabled=False),
                        {"rows": n, "epochs": epochs, "batch_size": batch_size}, {},
                        sums={name: 0.0}, ledger=ledger if ledger is not None else FlopLedger())
-    signals = StopOnSignal(False)
     run = Trainer(state, model, lambda run, b, epoch: _row_loss(batch_loss, name, b), terms,
-                  loaders, Checkpointer(None), [signals] + _default_hooks(hooks, _ROWS_RUNTIME),
-                  signals, dev, 1, epochs,
+                  loaders, Checkpointer(None), _default_hooks(hooks, _ROWS_RUNTIME), dev, 1, epochs,
                   measure=None if flops is None else (lambda m, b: flops(m, b.ids.numpy())))
     return train_loop(run)
 
