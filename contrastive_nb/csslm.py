@@ -44,8 +44,8 @@ from contrastive_nb.text import (
 # %% auto #0
 __all__ = ['SST5_CLASSES', 'TASK_PACKAGES', 'OTHER_CORPORA', 'SPECIAL_TOKENS', 'METHODS', 'LabeledTexts', 'read_task_jsonl',
            'read_sst', 'read_semeval_absa', 'load_hf_task', 'docstring_task', 'dataset_task', 'few_shot_split', 'CSSLM',
-           'feature_subset', 'encode', 'representations', 'predict', 'task_scores', 'RepresentationStore', 'CSSOptions',
-           'train_csslm']
+           'feature_subset', 'encode', 'representations', 'class_probabilities', 'task_scores', 'RepresentationStore',
+           'CSSOptions', 'train_csslm']
 
 # %% ../nbs/22_csslm.ipynb #979b7e98
 @dataclass
@@ -566,7 +566,7 @@ def representations(
     )
 
 
-def predict(
+def class_probabilities(
     model: CSSLM,  # a `CSSLM`
     feats: dict,  # `model.features(texts)`
     batch_size: int = 128,  # texts per forward pass
@@ -589,7 +589,7 @@ def task_scores(
     "`{'acc', 'macro_f1'}` on `feats` with true classes `y`."
     from sklearn.metrics import accuracy_score, f1_score
 
-    pred = predict(model, feats).argmax(1)
+    pred = class_probabilities(model, feats).argmax(1)
     y = label_vector(y, len(pred), "y")
     return {
         "acc": float(accuracy_score(y, pred)),

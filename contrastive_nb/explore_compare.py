@@ -19,7 +19,7 @@ from .explore import align_procrustes, knn_overlap, projection
 from .explore_state import ExplorerState, check_embedding_table
 from contrastive_nb.explore_static import (
     StaticFigure,
-    _Shown,
+    _WidgetOrStatic,
     draw_state,
     scatter_layout,
     scatter_traces,
@@ -39,7 +39,7 @@ from .strata import collapse_metrics
 __all__ = ['Comparison', 'compare', 'comparison_widget']
 
 # %% ../nbs/30d_explore_compare.ipynb #52d23558
-class Comparison(_Shown):
+class Comparison(_WidgetOrStatic):
     """Two embedding tables of the same items, side by side: aligned layouts, k-NN overlap,
     per-class collapse metrics."""
 

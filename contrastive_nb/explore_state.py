@@ -241,7 +241,7 @@ def _check_rows(rows, n) -> np.ndarray:
     return rows
 
 
-class _StateReading:
+class _StateQueries:
     "What can be read from an `ExplorerState` (a mixin: the attributes are set by its constructor)."
 
     def _row(self, row, name="row"):
@@ -324,7 +324,7 @@ class _StateReading:
         return msg
 
 # %% ../nbs/30a_explore_state.ipynb #f2db6549
-class ExplorerState(_StateReading):
+class ExplorerState(_StateQueries):
     """One embedding table, its 2-D layout and what is shown of it: colour, filter, selection,
     focus; tells listeners."""
 

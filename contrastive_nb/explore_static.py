@@ -347,7 +347,7 @@ def has_frontend() -> bool:  # whether widgets can be shown
     return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
 
 
-class _Shown:
+class _WidgetOrStatic:
     """Display a widget when a front end is attached, otherwise the static outputs
     (`_static_outputs`)."""
 

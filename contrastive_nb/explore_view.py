@@ -27,7 +27,7 @@ from contrastive_nb.explore_state import (
 )
 from contrastive_nb.explore_static import (
     StaticFigure,
-    _Shown,
+    _WidgetOrStatic,
     has_frontend,
     state_figure,
     state_png,
@@ -281,7 +281,7 @@ class StateScatter:
             self.on_error("hover", e)
 
 # %% ../nbs/30c_explore_view.ipynb #c44e5d6d
-class Explorer(ExplorerState, _Shown):
+class Explorer(ExplorerState, _WidgetOrStatic):
     """Interactive view of one embedding table: projection, colours, hover, selection, neighbours,
     filtering, panels."""
 

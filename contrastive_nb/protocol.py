@@ -5,23 +5,30 @@
 # %% ../nbs/08_protocol.ipynb #e9d104f3
 from __future__ import annotations
 
+import copy
 import math
-from typing import Callable
 
 import numpy as np
 import pandas as pd
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .augment import CIFAR_MEAN, CIFAR_STD
 from .compute import compute_saved, flops_to_reach
-from .core import check_choice, check_int, check_range, label_vector
+from contrastive_nb.core import (
+    batched_inference,
+    check_choice,
+    check_int,
+    check_range,
+    label_vector,
+)
 from .data import labeled_fraction_split
-from .evaluate import claim_verdicts, linear_probe, paired_difference
+from .evaluate import claim_verdicts, linear_probe, paired_difference, topk_accuracy
 
 
 # %% auto #0
-__all__ = ['basic_views', 'select_probe', 'few_label_draw', 'few_label_probes', 'reach_table', 'compute_saved_table',
+__all__ = ['basic_views', 'fine_tune', 'select_probe', 'few_label_draw', 'few_label_probes', 'reach_table', 'compute_saved_table',
            'claims_table', 'strongest_baseline', 'long_table', 'saving_claims', 'sweep_claims', 'sweep_figure']
 
 # %% ../nbs/08_protocol.ipynb #d2f530af
@@ -46,6 +53,181 @@ def basic_views(
             K.Normalize(torch.tensor(CIFAR_MEAN), torch.tensor(CIFAR_STD)),
         ]
     return K.AugmentationSequential(*ops)
+
+# %% ../nbs/08_protocol.ipynb #c37ae03f
+def _pair(name: str, value) -> tuple:
+    "`(x, y)` of a `(x, y)` argument; `(None, None)` for None."
+    if value is None:
+        return None, None
+    if not (isinstance(value, (tuple, list)) and len(value) == 2):
+        raise ValueError(f"`{name}` must be a pair (x, y) or None; got {type(value).__name__}")
+    return tuple(value)
+
+
+def _fine_tune_args(
+    train_x, train_y, val_x, val_y, test_x, test_y, lr, augment, epochs, batch_size, val_every
+):
+    """`fine_tune`'s arguments checked: the learning rates and augmentations to try, and the labels
+    as a tensor."""
+    check_int("epochs", epochs, 1)
+    check_int("batch_size", batch_size, 1)
+    check_int("val_every", val_every, 1)
+    lrs = list(lr) if isinstance(lr, (list, tuple)) else [lr]
+    augs = list(augment) if isinstance(augment, (list, tuple)) else [augment]
+    if not lrs or not augs:
+        raise ValueError("`lr` and `augment` must be single values or non-empty lists")
+    for v in lrs:
+        check_range("lr", v, 0, low_inclusive=False)
+    for a in augs:
+        if a is not None and not callable(a):
+            raise ValueError(
+                f"`augment` must be a function of a batch (or None); got {type(a).__name__}"
+            )
+    if (val_x is None) != (val_y is None) or (test_x is None) != (test_y is None):
+        raise ValueError(
+            "`val` and `test` must each be an (images, labels) pair with both parts, or None"
+        )
+    if len(lrs) * len(augs) > 1 and val_x is None:
+        raise ValueError(
+            "several learning rates or augmentations need `val` to choose among them"
+        )
+    ty = torch.as_tensor(np.asarray(train_y), dtype=torch.long)
+    if len(ty) != len(train_x):
+        raise ValueError(
+            f"`train_y` must have one label per image of `train_x` ({len(train_x)}); got {len(ty)}"
+        )
+    return lrs, augs, ty
+
+
+def _fine_tune_scores(model, x, device):
+    "Class scores `(n, C)` of `model` on images `x`, in batches of 512."
+    return batched_inference(model, lambda idx: model(x[idx].to(device)), len(x), 512)
+
+
+def _fine_tune_run(lr, k, encoder, augs, train_x, ty, val, C, device, momentum, epochs,
+                   batch_size, val_every, seed, ledger):
+    "One fine-tuning of `fine_tune` at `lr` with augmentation `k`: the model at its selected epoch."
+    from contrastive_nb.models import LinearClassifier
+
+    # the training loop, imported here: the metrics of this module never load the engine (the
+    # explorer and the audit import them)
+    from contrastive_nb.train import SelectOnValidation, fit_rows
+
+    augment = augs[k]
+    enc = copy.deepcopy(encoder).to(device).train()
+    feat_dim = getattr(enc, "feature_dim", None) or enc(train_x[:2].to(device)).shape[1]
+    model = nn.Sequential(enc, LinearClassifier(feat_dim, C, zero_init=True)).to(device)
+    opt = torch.optim.SGD(
+        model.parameters(), lr=lr, momentum=momentum, nesterov=True, weight_decay=0.0
+    )
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(
+        opt, T_max=epochs * max(1, math.ceil(len(ty) / batch_size))
+    )
+    f0 = ledger.total
+
+    def batch_loss(idx):
+        x, y = train_x[idx].to(device), ty[idx].to(device)
+        x = augment(x) if augment is not None else x
+        return F.cross_entropy(model(x), y)
+
+    def flops(m, idx):  # the same update's FLOPs, without the augmentation's random draws
+        return F.cross_entropy(m(train_x[idx].to(device)), ty[idx].to(device))
+
+    def val_score(m):
+        scores = _fine_tune_scores(m, val[0], device)
+        return {"val_top1": topk_accuracy(scores, val[1], ks=(1,))["top1"]}
+
+    # the whole state is kept (batch-norm statistics too); the untrained head is no candidate
+    sel = SelectOnValidation(val_score, "val_top1", val_every, initial=False) if val else None
+    # min_batch=2: batch norm needs two items
+    h = fit_rows(model, opt, len(ty), epochs, batch_size, torch.Generator().manual_seed(seed),
+                 batch_loss, [sel] if sel else [], sched, 2, "ce", flops, ledger)
+    if sel is not None:
+        sel.restore(model)
+    keys = ("epoch", "loss", "updates", "flops", "val_top1", "seconds")
+    history = [{k: r[k] - f0 if k == "flops" else r[k] for k in keys if k in r} for r in h]
+    return {
+        "model": model, "lr": lr, "augment_index": k,
+        "val_top1": sel.best if sel else None, "best_epoch": sel.best_epoch if sel else epochs,
+        "history": history
+    }
+
+
+def fine_tune(
+    encoder: nn.Module,  # pre-trained encoder: copied, never modified
+    train_x: torch.Tensor,  # (n, C, H, W) labeled training images
+    train_y,  # (n,) their labels
+    # `(test_x, test_y)`: scored once, with the selected weights (None: not scored)
+    test: tuple | None = None,
+    # `(val_x, val_y)`: validation images and labels; the epoch (and lr) with the best top-1 is kept
+    val: tuple | None = None,
+    n_classes: int | None = None,  # classes of the head (default: from the labels)
+    epochs: int = 90,  # training epochs
+    batch_size: int = 256,  # images per update
+    lr=0.05,  # initial learning rate (cosine to 0); a list: each tried, best on validation
+    momentum: float = 0.9,  # Nesterov
+    # device batch → augmented batch (App. A: crop/flip), None: none; a list: each tried
+    augment=None,
+    seed: int = 0,  # seeds the head, the shuffles and the augmentation
+    device=None,  # where training runs; None: auto
+    val_every: int = 1,  # score validation every this many epochs (and after the last)
+    ledger=None,  # a `compute.FlopLedger` charged with every update (App. C)
+) -> dict:  # test top1/top5, val_top1, best_epoch, lr, …
+    """Fine-tune a copy of `encoder` + a zero-initialised linear head on `(train_x, train_y)`
+    (SuNCEt App. A, arXiv:2006.10803).
+
+    `lr` and `augment` may be lists: every combination is fine-tuned and the best on validation
+    kept (ties: the first, learning rates varying fastest). Returns test `top1`/`top5` (when
+    `test` is given), `val_top1`, `best_epoch` (the epoch whose weights were kept: best
+    validation top-1, else the last), the chosen `lr` and `augment_index`, `updates` and `flops`
+    (forward + backward of every update of every combination tried, measured) and the per-epoch
+    `history` of the chosen run (loss, cumulative `updates` and `flops`, and `val_top1` where it
+    was scored). Test is scored once, after the selection."""
+    from contrastive_nb.compute import FlopLedger
+
+    (val_x, val_y), (test_x, test_y) = _pair("val", val), _pair("test", test)
+    lrs, augs, ty = _fine_tune_args(
+        train_x, train_y, val_x, val_y, test_x, test_y, lr, augment, epochs, batch_size, val_every
+    )
+    device = device or next(encoder.parameters()).device
+    C = (
+        n_classes
+        or int(max([ty.max().item()] + [int(np.max(v)) for v in (val_y, test_y) if v is not None]))
+        + 1
+    )
+    ledger = ledger if ledger is not None else FlopLedger()
+    flops0, updates0 = ledger.total, ledger.updates
+    has_val = val_x is not None
+
+    args = (
+        encoder,
+        augs,
+        train_x,
+        ty,
+        (val_x, val_y) if has_val else None,
+        C,
+        device,
+        momentum,
+        epochs,
+        batch_size,
+        val_every,
+        seed,
+        ledger,
+    )
+    tried = [_fine_tune_run(v, k, *args) for k in range(len(augs)) for v in lrs]
+    # ties: the first lr
+    chosen = max(tried, key=lambda t: t["val_top1"]) if has_val else tried[0]
+    out = (
+        topk_accuracy(_fine_tune_scores(chosen["model"], test_x, device), test_y)
+        if test_x is not None
+        else {}
+    )
+    out.update(
+        {k: chosen[k] for k in ("val_top1", "best_epoch", "lr", "augment_index", "history")},
+        updates=ledger.updates - updates0,
+        flops=ledger.total - flops0,
+    )
+    return out
 
 # %% ../nbs/08_protocol.ipynb #69f23137
 def select_probe(

@@ -21,12 +21,12 @@ from contrastive_nb.core import (
     embedding_matrix,
     label_vector,
 )
-from .train import Hook, OnEpoch, Projections, SelectOnValidation, fit_rows
+
 
 # %% auto #0
-__all__ = ['centre_similarity', 'collapse_metrics', 'collapse_summary', 'correct_noisy_labels', 'LabelCorrection',
-           'recover_strata', 'strata_f1', 'GroupDROLoss', 'group_accuracy', 'train_classifier', 'predict',
-           'bucket_coreset', 'random_coreset', 'forgetting_counts', 'forgetting_coreset']
+__all__ = ['centre_similarity', 'collapse_metrics', 'collapse_summary', 'correct_noisy_labels', 'recover_strata', 'strata_f1',
+           'GroupDROLoss', 'group_accuracy', 'predict', 'bucket_coreset', 'random_coreset', 'forgetting_counts',
+           'forgetting_coreset']
 
 # %% ../nbs/10_strata.ipynb #3d5457f1
 def _unit_rows(z, name="z") -> torch.Tensor:
@@ -147,40 +147,6 @@ def correct_noisy_labels(
         out = y.clone()
         out[flagged] = classes[(u[flagged] @ centres.T).argmax(1)]
     return (out.cpu().numpy(), flagged.cpu().numpy()) if as_numpy else (out, flagged)
-
-# %% ../nbs/10_strata.ipynb #3b99a0c5
-class LabelCorrection(Hook):
-    """Engine hook: correct the `rate` share of each batch's labels (App. E.3.2) before the loss
-    terms see them."""
-
-    def __init__(
-        self,
-        rate: float,  # share of each batch flagged and relabelled, in [0, 1)
-        from_epoch: int = 0,  # first 0-based epoch it acts in
-        # only batches of this loader ('unlabeled'/'labeled'; None: both)
-        loader: str | None = None,
-    ):
-        self.rate = float(check_range("rate", rate, 0, 1, high_inclusive=False))
-        self.from_epoch = check_int("from_epoch", from_epoch, 0)
-        self.loader = (
-            None if loader is None else check_choice("loader", loader, ["unlabeled", "labeled"])
-        )
-
-    def before_terms(
-        self,
-        p: Projections,  # the batch's projections; `p.labels` is replaced by the corrected labels
-        terms: list,  # the loss terms about to run (their `loader` decides whether the hook acts)
-    ):
-        """Replace the batch's labels by `correct_noisy_labels` of the two views' summed unit
-        embeddings."""
-        if p.labels is None or (p.epoch is not None and p.epoch < self.from_epoch):
-            return
-        if self.loader is not None and not any(t.loader == self.loader for t in terms):
-            return
-        with torch.no_grad():
-            z1, z2 = p.z1.detach().float(), p.z2.detach().float()
-            u = F.normalize(z1, dim=1) + F.normalize(z2, dim=1)
-            p.labels = correct_noisy_labels(u, p.labels, self.rate)[0]
 
 # %% ../nbs/10_strata.ipynb #e8f332a6
 def recover_strata(
@@ -333,108 +299,6 @@ def group_accuracy(
         "average": float(ok.mean()),
         "worst_group": float(min(ok[g == k].mean() for k in np.unique(g))),
     }
-
-
-def _classifier_inputs(x, y, groups, objective, epochs, batch_size, lr, val, select):
-    """Checked inputs of `train_classifier`: `(yt, gt, vx, vy, vg)`, the long labels, the dense
-    group ids (None for ERM), the validation images, labels and group ids (all zero when not
-    given)."""
-    check_choice("objective", objective, ["erm", "group_dro"])
-    check_choice("select", select, ["average", "worst_group"])
-    check_int("epochs", epochs, 1)
-    check_int("batch_size", batch_size, 1)
-    check_range("lr", lr, 0, low_inclusive=False)
-    if val is not None and not (isinstance(val, (tuple, list)) and len(val) in (2, 3)
-                                and val[0] is not None and val[1] is not None):
-        raise ValueError("`val` must be (images, labels) or (images, labels, group ids), or None")
-    vx, vy, vg = (tuple(val) + (None,))[:3] if val is not None else (None, None, None)
-    if vx is not None and select == "worst_group" and vg is None:
-        raise ValueError("`select='worst_group'` needs the validation group ids: `val=(x, y, groups)`")
-    yt = torch.as_tensor(np.asarray(y.cpu() if isinstance(y, torch.Tensor) else y)).long()
-    if len(yt) != len(x):
-        raise ValueError(f"`y` must have one label per item of `x` ({len(x)}); got {len(yt)}")
-    gt = None
-    if objective == "group_dro":
-        if groups is None:
-            raise ValueError("`objective='group_dro'` needs `groups`")
-        gt = torch.as_tensor(np.array(groups, dtype=np.int64))  # a copy: may be read-only
-        if gt.shape != yt.shape:
-            raise ValueError(
-                f"`groups` must have one id per item ({len(yt)}); got shape {tuple(gt.shape)}"
-            )
-        dense = np.unique(gt.numpy(), return_inverse=True)[1].reshape(-1)
-        gt = torch.as_tensor(dense, dtype=torch.long)
-    vy = np.asarray(vy) if vy is not None else None
-    vg = np.asarray(vg) if vg is not None else None
-    if vg is None and vy is not None:
-        vg = np.zeros(len(vy), int)
-    return yt, gt, vx, vy, vg
-
-
-def train_classifier(
-    model: nn.Module,  # network mapping images `(B, C, H, W)` to logits `(B, classes)`, on its device
-    x: torch.Tensor,  # (n, C, H, W) training images
-    y,  # (n,) integer labels (array or tensor)
-    groups=None,  # (n,) group ids; needed for `objective='group_dro'`
-    objective: str = "erm",  # `'erm'` or `'group_dro'`
-    epochs: int = 30,  # passes over the training set
-    batch_size: int = 128,  # items per SGD step
-    lr: float = 0.05,  # peak learning rate of the cosine schedule
-    weight_decay: float = 5e-4,  # SGD weight decay
-    eta: float = 0.01,  # Group DRO step size (see `GroupDROLoss`)
-    # function on a batch of images `(B, C, H, W)`, applied on the device; None: no augmentation
-    augment=None,
-    seed: int = 0,  # seed of the initialisation order and the batch order
-    # record which training items are classified correctly after each epoch
-    track_correct: bool = False,
-    # `(images, labels)` or `(images, labels, group ids)` of validation: the best `select` epoch
-    # is kept (group ids are needed for select='worst_group')
-    val: tuple | None = None,
-    select: str = "average",  # 'average' or 'worst_group' validation accuracy
-):
-    """Train `model` (images → logits) on `(x, y)` with SGD + cosine schedule; returns `(model,
-    info)`.
-
-    `objective="group_dro"` needs `groups` (one id per item). With `val` the model is scored on
-    validation after every epoch and the state (batch-norm statistics included) of the best
-    `select` score is restored: `info` gets `best_epoch`, `val` (both accuracies at that epoch)
-    and the per-epoch `history`. `info["correct"]` is `(epochs, n)` bool — which training items
-    the model classified correctly after each epoch — when `track_correct` is set. Training runs
-    on the engine's loop (`train.fit_rows`), where the model's parameters are."""
-    yt, gt, vx, vy, vg = _classifier_inputs(x, y, groups, objective, epochs, batch_size, lr, val,
-                                            select)
-    dev = next(model.parameters()).device
-    torch.manual_seed(seed)
-    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=weight_decay)
-    steps = epochs * max(1, math.ceil(len(yt) / batch_size))
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
-    dro = GroupDROLoss(int(gt.max()) + 1, eta).to(dev) if gt is not None else None
-
-    def batch_loss(idx):
-        xb = x[idx].to(dev)
-        xb = augment(xb) if augment is not None else xb
-        losses = F.cross_entropy(model(xb), yt[idx].to(dev), reduction="none")
-        return dro(losses, gt[idx].to(dev)) if dro is not None else losses.mean()
-
-    correct = []
-    on_val = vx is not None
-    # the whole state is kept (batch-norm statistics too); the untrained model is no candidate
-    sel = SelectOnValidation(lambda m: group_accuracy(predict(m, vx, device=dev), vy, vg), select,
-                             initial=False) if on_val else None
-    hooks = ([sel] if on_val else []) + (
-        [OnEpoch(lambda rec: correct.append(predict(model, x, device=dev) == yt.numpy()))]
-        if track_correct else []
-    )
-    h = fit_rows(model, opt, len(yt), epochs, batch_size, torch.Generator().manual_seed(seed),
-                 batch_loss, hooks, sched, min_batch=2)  # batch norm needs two items
-    info = {"group_weights": dro.q.cpu().numpy() if dro is not None else None}
-    if on_val:
-        sel.restore(model)
-        val_acc = {k: sel.best_record[k] for k in ("average", "worst_group")}
-        info.update(best_epoch=sel.best_epoch, val=val_acc, history=h)
-    if track_correct:
-        info["correct"] = np.stack(correct)
-    return model, info
 
 
 def predict(

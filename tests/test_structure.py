@@ -93,10 +93,13 @@ def test_no_file_refers_to_a_file_outside_the_repository():
 
 
 def test_the_explorer_and_the_audit_do_not_load_the_training_engine():
-    "Reading embeddings needs no trainer: importing the explorer or the audit loads neither `train` nor torch's optim."
-    code = ("import sys, contrastive_nb.explore, contrastive_nb.audit; "
+    """Reading embeddings needs no trainer: importing the explorer (its views and comparisons too), the audit or the
+    metrics of `evaluate` and `strata` loads neither `train`, `checkpoint`, `losses` nor `data`."""
+    code = ("import sys, contrastive_nb.explore, contrastive_nb.explore_view, contrastive_nb.explore_compare, "
+            "contrastive_nb.audit, contrastive_nb.evaluate, contrastive_nb.strata; "
             "print(sorted(m for m in sys.modules if m.startswith('contrastive_nb.')))")
     out = subprocess.run([__import__("sys").executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                          check=True).stdout
     loaded = set(__import__("ast").literal_eval(out))
-    assert not loaded & {"contrastive_nb.train", "contrastive_nb.losses", "contrastive_nb.data"}, loaded
+    assert not loaded & {"contrastive_nb.train", "contrastive_nb.checkpoint", "contrastive_nb.losses",
+                         "contrastive_nb.data"}, loaded
