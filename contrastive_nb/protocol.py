@@ -28,8 +28,9 @@ from .evaluate import claim_verdicts, linear_probe, paired_difference, topk_accu
 
 
 # %% auto #0
-__all__ = ['basic_views', 'fine_tune', 'select_probe', 'few_label_draw', 'few_label_probes', 'reach_table', 'compute_saved_table',
-           'claims_table', 'strongest_baseline', 'long_table', 'saving_claims', 'sweep_claims', 'sweep_figure']
+__all__ = ['basic_views', 'fine_tune', 'select_probe', 'cv_probe', 'few_label_draw', 'few_label_probes', 'reach_table',
+           'compute_saved_table', 'claims_table', 'strongest_baseline', 'long_table', 'saving_claims', 'sweep_claims',
+           'sweep_figure']
 
 # %% ../nbs/08_protocol.ipynb #d2f530af
 def basic_views(
@@ -255,6 +256,39 @@ def select_probe(
         else None
     )
     return {"C": Cs[best], "val_top1": vals[best], "test_top1": test}
+
+# %% ../nbs/08_protocol.ipynb #9c8cd81c
+def cv_probe(
+    z,  # (n, d) features of the labeled items
+    y,  # (n,) their labels
+    Cs=(0.1, 1.0, 10.0),  # inverse regularisation strengths tried, in order
+    folds: int = 5,  # most folds (fewer when the smallest class has fewer items)
+    seed: int = 0,  # shuffles the items into folds
+) -> dict:  # {'C', 'cv_top1', 'folds'}
+    """Logistic-regression probe with `C` chosen by stratified k-fold cross-validation inside
+    `(z, y)`: `{'C', 'cv_top1', 'folds'}` (`C` None, `cv_top1` NaN when a class has one item)."""
+    from sklearn.model_selection import StratifiedKFold
+
+    check_int("folds", folds, 2)
+    y = label_vector(y, low=None)
+    z = np.asarray(z)
+    if len(z) != len(y):
+        raise ValueError(f"`y` must have one label per row of `z` ({len(z)}); got {len(y)}")
+    Cs = list(Cs)
+    if not Cs:
+        raise ValueError("`Cs` must hold at least one value")
+    k = min(folds, int(np.unique(y, return_counts=True)[1].min()))
+    if k < 2:
+        return {"C": None, "cv_top1": math.nan, "folds": k}
+    splits = list(StratifiedKFold(k, shuffle=True, random_state=seed).split(z, y))
+    scores = [
+        sum(linear_probe(z[tr], y[tr], z[te], y[te], C=c)["top1"] * len(te) for tr, te in splits)
+        / len(y)
+        for c in Cs
+    ]
+    best = int(np.argmax(scores))  # first maximum: the strongest regularisation
+    return {"C": Cs[best], "cv_top1": float(scores[best]), "folds": k}
+
 
 # %% ../nbs/08_protocol.ipynb #9615f4bb
 # draw d of seed s is seeded 1000·s + d: more draws per seed would repeat the next seed's

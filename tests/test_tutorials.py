@@ -1,4 +1,5 @@
 """The tutorials are experiments run by papermill; here each runs as its CPU-sized twin (tiny parameters)."""
+import ast
 import json
 
 import numpy as np
@@ -12,17 +13,31 @@ from contrastive_nb.runs import run_notebook
 TUT = ROOT / "nbs" / "tutorials"
 
 
-ARMS = ["simclr_own_batch", "simclr_matched_batch", "simclr+suncet", "supervised_only", "random_init"]
-PRETRAINED = ARMS[:3]
+def _arms(notebook_name: str) -> list:
+    """The `ARMS` of tutorial `nbs/tutorials/<notebook_name>.ipynb`: the literal value of the single `ARMS = ...`
+    assignment in its code cell tagged `arms` (read, never executed)."""
+    nb = json.loads((ROOT / "nbs" / "tutorials" / f"{notebook_name}.ipynb").read_text())
+    (cell,) = [c for c in nb["cells"]
+               if c["cell_type"] == "code" and "arms" in c.get("metadata", {}).get("tags", [])]
+    (value,) = [node.value for node in ast.parse("".join(cell["source"])).body
+                if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["ARMS"]]
+    return ast.literal_eval(value)
 
 
 def test_suncet_digits_twin(tmp_path):
+    spec = {a["arm"]: a for a in _arms("suncet_digits")}
+    ARMS = list(spec)
+    PRETRAINED = [a for a in ARMS if spec[a]["pretrained"]]
+    BASELINES = [a for a in ARMS if spec[a]["baseline"]]
+    (METHOD,) = [a for a in ARMS if not spec[a]["baseline"]]
+    assert METHOD == "simclr+suncet" and {"simclr_matched_batch", "simclr_flop_matched", "random_init"} <= set(ARMS)
     run = run_notebook(TUT / "suncet_digits.ipynb", "twin", root=tmp_path, timeout=600,
                        parameters=dict(epochs=2, suncet_off_epoch=1, finetune_updates=4, supervised_updates=4, warmup_epochs=0,
                                        simclr_batch=512, suncet_unlabeled_batch=512, items_per_class=2, probe_Cs=[1.0],
                                        finetune_lr=[0.05, 0.2], thresholds=[0.5, 0.9], sweep_dir="none"))
     m = json.loads((run / "metrics.json").read_text())
-    assert m["target_split"] == "val" and m["arms"] == ARMS and m["strongest_baseline"] in ARMS[:2] + ARMS[3:]
+    assert m["target_split"] == "val" and m["arms"] == ARMS and m["strongest_baseline"] in BASELINES
+    assert m["arm_spec"] == list(spec.values())
     res = m["results"]
     for a in ARMS:
         assert 0 <= res[a]["val_top1"] <= 1 and 0 <= res[a]["test_top1"] <= 1, a
@@ -44,9 +59,36 @@ def test_suncet_digits_twin(tmp_path):
         assert res[a]["finetune_flops"] > 0 and res[a]["finetune_lr"] in (0.05, 0.2) and res[a]["finetune_augment"] in ("basic", "none")
         assert res[a]["total_flops"] == res[a]["pretrain_flops"] + res[a]["finetune_flops"]
     assert res["supervised_only"]["pretrain_flops"] == 0 < res["supervised_only"]["total_flops"]
-    assert set(m["compute_saved"]) == set(ARMS) - {"simclr+suncet"}
+    assert set(m["compute_saved"]) == set(BASELINES)
     assert set(m["reach"]) == set(ARMS) and all(set(v) == {"0.5", "0.9"} for v in m["reach"].values())
     # SuNCEt switched off after epoch 1: its labeled forward is charged in epoch 1 only
+    # the FLOP-matched arm: the whole number of its epochs (FLOPs per epoch measured on the ledger) whose FLOPs come
+    # nearest the pre-training FLOPs of the arm it matches, within the stated tolerance
+    matched = [a for a in ARMS if spec[a]["flops_of"]]
+    assert matched and set(m["flop_match"]) == set(matched)
+    for a in matched:
+        f, target = m["flop_match"][a], res[spec[a]["flops_of"]]["pretrain_flops"]
+        assert f["target_flops"] == target and f["flops"] == res[a]["pretrain_flops"] == f["epochs"] * f["flops_per_epoch"]
+        assert res[a]["pretrain_epochs"] == f["epochs"] == max(1, round(target / f["flops_per_epoch"]))
+        assert abs(f["gap"]) <= f["tolerance"] and abs(f["flops"] - target) <= f["flops_per_epoch"] / 2
+    # the labeled-only selection: each probed arm's epoch is the first maximum of its curve of the probe
+    # cross-validated inside the labeled images (no validation label), its test score a probe with the chosen C;
+    # the fine-tuned baseline runs App. A's recipe without any choice, to its last epoch
+    cv_curves = json.loads((run / "histories.json").read_text())["cv_curves"]
+    for a in ARMS:
+        r = res[a]
+        assert 0 <= r["test_labeled_only_top1"] <= 1, a
+        if spec[a]["final"] == "finetune":
+            assert r.get("labeled_only_C") is None
+            continue
+        assert r["cv_folds"] == 5 and r["labeled_only_C"] == 1.0 and 0 <= r["cv_top1"] <= 1, a
+        if spec[a]["pretrained"]:
+            c = cv_curves[a]
+            assert c[0]["epoch"] == 0 and c[0]["cv_top1"] == cv_curves[PRETRAINED[0]][0]["cv_top1"]
+            assert r["cv_top1"] == max(x["cv_top1"] for x in c), a
+            assert r["labeled_only_epoch"] == max(c, key=lambda x: x["cv_top1"])["epoch"], a
+        else:
+            assert r["labeled_only_epoch"] == 0 and r["cv_top1"] == cv_curves[PRETRAINED[0]][0]["cv_top1"]
     h = json.loads((run / "histories.json").read_text())["histories"]["simclr+suncet"]
     lab = [r["flops/labeled:suncet/forward"] for r in h]
     assert lab[0] > 0 and lab[0] == lab[1] and h[1]["loss/suncet"] is None and h[0]["loss/suncet"] > 0
