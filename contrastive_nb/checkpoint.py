@@ -125,7 +125,7 @@ class TrainState:
     # per-term loss sums of the current epoch (float64 on the device while training: no host sync)
     sums: dict = field(default_factory=dict)
     history: list = field(default_factory=list)  # one record per finished epoch
-    # per-update losses and batch digests since the last checkpoint
+    # the loss and a digest of the batch's item ids of every update of the run (resume checks)
     step_log: dict = field(default_factory=lambda: {"loss": [], "ids": []}, init=False)
     # FLOPs spent so far, per term and loader
     ledger: FlopLedger = field(default_factory=FlopLedger)
@@ -634,7 +634,7 @@ class Checkpointer:
     (`run_dir/checkpoints`)."""
 
     def __init__(
-        self,  # the run folder (None: no checkpoints)
+        self,
         run_dir,  # the run folder (None: no checkpoints)
         every: int | None = None,  # also checkpoint inside epochs every this many updates
         keep: int = 2,  # verified checkpoints kept
@@ -643,8 +643,8 @@ class Checkpointer:
         allow_data_change=False,  # True, or loader names: resume although these datasets changed
     ):
         self.folder = Path(run_dir) / "checkpoints" if run_dir is not None else None
-        self.every = None if every is None else check_int("checkpoint_every", every, 1)
-        self.keep, self.world, self.rank = check_int("keep_checkpoints", keep, 1), world, rank
+        self.every = None if every is None else check_int("every", every, 1)
+        self.keep, self.world, self.rank = check_int("keep", keep, 1), world, rank
         if not (isinstance(allow_data_change, bool) or set(allow_data_change) <= set(LOADERS)):
             raise ValueError(
                 f"`allow_data_change` must be True, False or a set of {LOADERS}; got"

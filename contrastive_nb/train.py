@@ -62,7 +62,7 @@ from contrastive_nb.losses import (
 __all__ = ['LOSS_TERMS', 'EVENTS', 'Projections', 'register_loss_term', 'NTXentTerm', 'SuNCEtTerm', 'SupConTerm', 'SpreadTerm',
            'CrossEntropyTerm', 'LossTerm', 'LARS', 'make_optimizer', 'warmup_cosine', 'init_distributed', 'views_loss',
            'Batch', 'Update', 'Hook', 'FiniteChecks', 'FlopCounter', 'Progress', 'Evaluation', 'evaluate_on_rank0',
-           'OnStep', 'OnEpoch', 'StopOnSignal', 'DeviceBatches', 'TwoLoaders', 'RowBatches', 'StopTraining', 'Trainer',
+           'OnStep', 'OnEpoch', 'StopTraining', 'StopOnSignal', 'DeviceBatches', 'TwoLoaders', 'RowBatches', 'Trainer',
            'train_loop', 'LabeledData', 'Optimization', 'Checkpointing', 'RuntimeOptions', 'fit', 'SelectOnValidation',
            'fit_rows']
 
@@ -904,9 +904,24 @@ class OnEpoch(Hook):
 _SIGNALS = ["SIGTERM", "SIGUSR1"]
 
 
+class StopTraining(Exception):
+    """Raised by a hook at `after_step` to end the run: the loop writes a checkpoint where it
+    stopped, then returns the history so far (early stopping, a budget) or, with `signal`, raises
+    `Preempted` (a scheduler's notice: calling `fit` again resumes)."""
+
+    def __init__(
+        self,
+        reason: str = "",  # why the run stops
+        signal: str | None = None,  # the signal's name when it is a preemption, else None
+    ):
+        super().__init__(reason)
+        self.signal = signal
+
+
 class StopOnSignal(Hook):
-    """Catch SIGTERM/SIGUSR1 during `fit`; `check()` tells the loop (every rank the same) whether
-    to stop."""
+    """Catch SIGTERM/SIGUSR1 during `fit`; at `after_step` (each update's end, once its checkpoint
+    is written, and each epoch's end) raise `StopTraining` with the signal's name once any rank
+    received one, so the loop checkpoints there and raises `Preempted`."""
 
     def __init__(
         self,
@@ -955,6 +970,16 @@ class StopOnSignal(Hook):
             dist.all_reduce(t, op=dist.ReduceOp.MAX)
             code = int(t.item())
         return _SIGNALS[code - 1] if code else None
+
+    def after_step(
+        self,
+        run,  # the `Trainer` (state, model, terms, loaders, …)
+    ):
+        "Stop the run (`StopTraining` naming the signal) once a signal reached any rank."
+        at_epoch_end = run.state.step == 0  # every rank agrees there (`force`)
+        name = self.check(run, force=at_epoch_end)
+        if name and not (at_epoch_end and run.state.epoch >= run.epochs):  # the last epoch: done
+            raise StopTraining(f"{name} received", signal=name)
 
 # %% ../nbs/05_train.ipynb #979a498e
 class _WithIndex(torch.utils.data.Dataset):
@@ -1190,11 +1215,6 @@ EVENTS = (
 )
 
 
-class StopTraining(Exception):
-    """Raised by a hook at `after_step` (early stopping, a budget): the loop writes a checkpoint
-    and returns the history so far."""
-
-
 @dataclass
 class Trainer:
     """What one training run trains with, and what hooks receive: `fit` (image pretraining) and
@@ -1218,12 +1238,8 @@ class Trainer:
     # measures (None: FLOPs are not counted)
     measure: Callable | None = None
     t_start: float = field(default=0.0, init=False)  # `time.time()` when the loop started
-    # the `StopOnSignal` among the hooks (preemption: the loop asks it after every update)
-    signals: StopOnSignal = field(init=False)
-
-    def __post_init__(self):
-        found = [h for h in self.hooks if isinstance(h, StopOnSignal)]
-        self.signals = found[0] if found else StopOnSignal(False)
+    # (updates, path) of the newest checkpoint this call wrote: a stop right after it writes none
+    saved_at: tuple | None = field(default=None, init=False)
 
     def fire(
         self,
@@ -1305,28 +1321,19 @@ def _train_epoch(run: Trainer, epoch: int):
     terms = run.active_terms(epoch)
     run.loaders.start_epoch(epoch, st.step, terms)
     run.fire("before_epoch", epoch)
-    signame = None
     for index in range(st.step, n):
         _train_step(run, epoch, index, terms)
-        signame = run.signals.check(run)
         if index + 1 == n:
             break
-        saved = _save(run) if (signame or run.checkpointer.due(st.updates)) else None
-        if signame:
-            raise Preempted(
-                f"{signame} received: stopped after update {st.updates} (epoch {epoch + 1}, step"
-                f" {index + 1}); checkpoint {saved}; call fit again to resume",
-                st.updates,
-                signame,
-                saved,
-            )
-        run.fire("after_step")
-    _end_epoch(run, epoch, signame)
+        if run.checkpointer.due(st.updates):
+            _save(run)
+        run.fire("after_step")  # a hook may end the run here (`StopTraining`)
+    _end_epoch(run, epoch)
 
 
-def _end_epoch(run: Trainer, epoch: int, signame: str | None):
-    """The epoch's record (hooks add to it), the history file, the epoch checkpoint; stop here on a
-    signal."""
+def _end_epoch(run: Trainer, epoch: int):
+    """The epoch's record (hooks add to it), the history file, the epoch checkpoint, then
+    `after_step` (where a hook may end the run)."""
     st, n = run.state, run.loaders.steps_per_epoch
     st.settle()
     record = {
@@ -1347,22 +1354,24 @@ def _end_epoch(run: Trainer, epoch: int, signame: str | None):
     if run.checkpointer.folder is not None and st.rank == 0:
         atomic_write_json(run.run_dir / "history.json", st.history)
     st.epoch, st.step = epoch + 1, 0
-    saved = _save(run)
+    _save(run)
     run.fire("after_step")
-    signame = signame or run.signals.check(run, force=True)
-    if signame and epoch + 1 < run.epochs:
-        raise Preempted(
-            f"{signame} received: stopped after epoch {epoch + 1} (update {st.updates}); "
-            f"checkpoint {saved}; call fit again to resume",
-            st.updates,
-            signame,
-            saved,
-        )
+
+
+def _preempted(run: Trainer, signame: str, saved) -> Preempted:
+    "The `Preempted` error of a run stopped by `signame` where the state is, with its checkpoint."
+    st = run.state
+    where = (f"after epoch {st.epoch} (update {st.updates})" if st.step == 0
+             else f"after update {st.updates} (epoch {st.epoch + 1}, step {st.step})")
+    return Preempted(f"{signame} received: stopped {where}; checkpoint {saved}; call fit again to"
+                     " resume", st.updates, signame, saved)
 
 
 def _save(run: Trainer):
     """Let the hooks settle what they keep on the device, take their states, then write a
     checkpoint (if any is kept)."""
+    if run.saved_at is not None and run.saved_at[0] == run.state.updates:
+        return run.saved_at[1]  # this update is saved already
     if run.checkpointer.folder is not None:
         run.fire("before_save")
         run.state.hook_states = {
@@ -1370,7 +1379,9 @@ def _save(run: Trainer):
             for k, h in zip(_hook_keys(run.hooks), run.hooks)
             if (s := h.state_dict()) is not None
         }
-    return run.checkpointer.save(run.state)
+    path = run.checkpointer.save(run.state)
+    run.saved_at = (run.state.updates, path)
+    return path
 
 
 def _hook_keys(hooks: list) -> list:
@@ -1406,8 +1417,10 @@ def train_loop(
         for epoch in range(st.epoch, run.epochs):
             try:
                 _train_epoch(run, epoch)
-            except StopTraining:  # a hook ended the run: keep where it stopped
-                _save(run)
+            except StopTraining as stop:  # a hook ended the run: keep where it stopped
+                saved = _save(run)
+                if stop.signal is not None:  # preempted: the caller resumes later
+                    raise _preempted(run, stop.signal, saved) from None
                 break
             if (
                 stop_after_epoch is not None
@@ -1706,10 +1719,10 @@ def fit(
     checkpointer = ckpt.checkpointer(world, rank)
     checkpointer.resume(state)
     loaders.position_labeled(state.labeled_batches)
-    signals = StopOnSignal(ckpt.handle_signals)
     opts = runtime.resolved(dev)
     run = Trainer(state, _wrap(_runtime_model(model, opts), dev, world), _views_batch_loss, terms,
-                  loaders, checkpointer, [signals] + hooks, dev, world, epochs,
+                  loaders, checkpointer, hooks + [StopOnSignal(ckpt.handle_signals)], dev, world,
+                  epochs,
                   Path(ckpt.run_dir) if ckpt.run_dir is not None else None,
                   use_amp, optim.max_grad_norm, views,
                   lambda m, b: views_loss(m, views, b.terms, b.x, b.y, 1, None, run.hooks)[0])
@@ -1717,11 +1730,15 @@ def fit(
         return train_loop(run, ckpt.stop_after_epoch)
 
 
+def _article(word: str) -> str:
+    return ("an " if word[0].lower() in "aeiou" else "a ") + word
+
+
 def _check_config(name: str, value, cls):
     "A config argument: the defaults for None; anything but a `cls` is refused."
     value = cls() if value is None else value
     if not isinstance(value, cls):
-        raise ValueError(f"`{name}` must be a {cls.__name__}; got {type(value).__name__}")
+        raise ValueError(f"`{name}` must be {_article(cls.__name__)}; got {type(value).__name__}")
     return value
 
 
