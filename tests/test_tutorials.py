@@ -14,14 +14,15 @@ TUT = ROOT / "nbs" / "tutorials"
 
 
 def _arms(notebook_name: str) -> list:
-    """The `ARMS` of tutorial `nbs/tutorials/<notebook_name>.ipynb`: the literal value of the single `ARMS = ...`
-    assignment in its code cell tagged `arms` (read, never executed)."""
-    nb = json.loads((ROOT / "nbs" / "tutorials" / f"{notebook_name}.ipynb").read_text())
-    (cell,) = [c for c in nb["cells"]
-               if c["cell_type"] == "code" and "arms" in c.get("metadata", {}).get("tags", [])]
-    (value,) = [node.value for node in ast.parse("".join(cell["source"])).body
-                if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["ARMS"]]
-    return ast.literal_eval(value)
+    """A tutorial's arms: the `ARMS = [...]` literal of its one code cell tagged `arms` (the notebook's only list of
+    its arms), read with `ast.literal_eval`; `notebook_name` with or without `.ipynb`."""
+    nb = json.loads((TUT / notebook_name).with_suffix(".ipynb").read_text())
+    cells = [c for c in nb["cells"] if c["cell_type"] == "code" and "arms" in c["metadata"].get("tags", [])]
+    assert len(cells) == 1, f"{notebook_name}: {len(cells)} code cells tagged 'arms' (one expected)"
+    (stmt,) = ast.parse("".join(cells[0]["source"])).body
+    assert isinstance(stmt, ast.Assign) and [t.id for t in stmt.targets] == ["ARMS"], "the cell must only assign ARMS"
+    return ast.literal_eval(stmt.value)
+
 
 
 def test_suncet_digits_twin(tmp_path):
@@ -103,39 +104,70 @@ def test_suncet_digits_twin(tmp_path):
 
 
 def test_spread_strata_twin(tmp_path):
+    arms = _arms("spread_strata")
+    study = lambda name: [a for a in arms if a["study"] == name]
     run = run_notebook(TUT / "spread_strata.ipynb", "twin", root=tmp_path, timeout=600,
                        parameters=dict(seeds=[0, 1], worst_group_seeds=[0], noise_seeds=[0], coreset_seeds=[0], epochs=2,
                                        select_every=1, clf_epochs=2, probe_draws=1, probe_Cs=[1.0], strength_seeds=[100],
-                                       strength_grid=[[0.5, 0.2], [1.0, 0.0]], coreset_fractions=[0.5], coreset_runs=1,
+                                       strength_grid=[[0.5, 0.2], [1.0, 0.0]], strength_margin=0.0, noise_grid=[0.4, 0.8],
+                                       noise_search_seeds=[100], coreset_fractions=[0.5], coreset_runs=1,
                                        coreset_sizes=[0.3, 0.6], coreset_updates=4, max_strata=3, train_limit=300,
                                        strata_reduce="pca"))
     m = json.loads((run / "metrics.json").read_text())
-    assert m["target_split"] == "val"
+    assert m["target_split"] == "val" and m["arms"] == arms      # the run used the arms cell's list
+    for s in {a["study"] for a in arms}:                        # one method per study, unique arm names
+        names = [a["arm"] for a in study(s)]
+        assert len(set(names)) == len(names) and [a["role"] for a in study(s)].count("method") == 1, s
     for seed in (0, 1):                       # each seed's split: disjoint (checked on reading)
         load_split_manifest(run / f"split_seed{seed}.json", require=["train", "val", "test"])
+    transfer = study("transfer")
     probes = pd.read_parquet(run / "transfer_probes.parquet")
-    # 2 seeds x 4 encoders (random init included) x 2 spaces (h, z) x 3 label shares x 1 draw
-    assert len(probes) == 48 and set(probes["loss"]) == {"random_init", "ss", "sc", "spread"} and set(probes["space"]) == {"h", "z"}
+    # 2 seeds x the transfer arms (random init included) x 2 spaces (h, z) x 3 label shares x 1 draw
+    assert len(probes) == 2 * len(transfer) * 2 * 3 and set(probes["space"]) == {"h", "z"}
+    assert set(probes["loss"]) == {a["loss"] for a in transfer}
     assert probes["val_top1"].between(0, 1).all() and probes["test_top1"].between(0, 1).all()
     assert sorted(probes["fraction"].unique()) == [0.01, 0.02, 0.1]
     models = pd.read_parquet(run / "transfer_models.parquet")
-    assert (models.loc[models["loss"] == "random_init", "selected_epoch"] == 0).all()
     assert models["selected_epoch"].between(0, 2).all() and models["mean_pairwise_cos"].between(-1, 1).all()
+    for a in transfer:
+        rows = models[models["loss"] == a["loss"]]
+        if a["select"] is None:                                 # the untrained network
+            assert (rows["selected_epoch"] == 0).all()
+        if a["select"] == "own_loss":   # selected by its own validation loss, never the untrained network
+            assert (rows["selected_epoch"] >= 1).all() and (rows["select"] == "own_loss").all()
+            assert rows["val_own_loss_untrained"].gt(0).all() and rows["val_own_loss_selected"].gt(0).all()
     assert any(k.startswith("coarse_to_fine/h/1%/spread_minus_") for k in m)
+    # worst-group: the strength search stops at the first strength that qualifies; with a margin of 0 the first one
+    # has its gap, so its first stages are scored on validation (one column per recovered arm's loss)
     search = pd.read_parquet(run / "strength_search.parquet")
-    assert len(search) == 2 and [m["worst_group/strength"]["tint"], m["worst_group/strength"]["jitter"]] in ([0.5, 0.2], [1.0, 0.0])
+    strength = [m["worst_group/strength"]["tint"], m["worst_group/strength"]["jitter"]]
+    f1_cols = [c for c in search.columns if c.startswith("rare_f1_val/")]
+    assert f1_cols == [f"rare_f1_val/{a['loss']}" for a in study("worst_group") if a["groups"] == "recovered"]
+    assert search[f1_cols].stack().between(0, 1).all()
+    if m["worst_group/strength"]["criterion_met"]:
+        assert len(search) == 1 and strength == [0.5, 0.2]
+    else:                                                       # every rare-strata F1 at 1: the grid was tried out
+        assert len(search) == 2 and strength in ([0.5, 0.2], [1.0, 0.0])
     worst = pd.read_parquet(run / "worst_group.parquet")
-    assert sorted(worst["arm"]) == ["erm", "oracle", "recovered_ce", "recovered_sc", "recovered_spread"]
+    wg = study("worst_group")
+    assert sorted(worst["arm"]) == sorted(a["arm"] for a in wg)
     assert worst["test_worst_group"].between(0, 1).all() and worst["test_worst_group"].le(worst["test_average"]).all()
-    assert worst["rare_f1"].notna().sum() == 3
+    recovered = worst[worst["groups"] == "recovered"]
+    assert len(recovered) == sum(a["groups"] == "recovered" for a in wg) and recovered["rare_f1"].notna().all()
+    assert recovered["rare_f1_val"].between(0, 1).all() and worst["rare_f1"].notna().sum() == len(recovered)
     # the first stage keeps its last epoch (validation, whose background is independent, would favour the untrained
     # network and give L_SC and L_spread one and the same groups)
-    assert (worst.dropna(subset=["rare_f1"])["stage1_epoch"] == 2).all()
+    assert (recovered["stage1_epoch"] == 2).all()
+    # noise: the rate comes from the search (on its own seeds), the study runs clean / noisy / corrected at it
+    rate = m["noise/rate"]["rate"]                              # criterion met or not, the rate is one of the grid
+    nsearch = pd.read_parquet(run / "noise_search.parquet")
+    assert rate in (0.4, 0.8) and set(nsearch["noise"]) <= {0.4, 0.8} and set(nsearch["seed"]) == {100}
     noise = pd.read_parquet(run / "noise.parquet")
-    assert len(noise) == 2 * 3 and set(noise["condition"]) == {"clean", "noisy", "corrected"}
-    assert noise["test_top1"].between(0, 1).all()
+    assert len(noise) == len(study("noise")) * 3 and set(noise["condition"]) == {"clean", "noisy", "corrected"}
+    assert set(noise["noise"]) == {0.0, rate} and noise["test_top1"].between(0, 1).all()
+    assert sum("(the premise)" in r["claim"] for r in m["noise/claims"]) == len(study("noise"))
     cores = pd.read_parquet(run / "coresets.parquet")
-    assert sorted(cores["size"].unique()) == [0.3, 0.6] and cores["method"].nunique() == 3
+    assert sorted(cores["size"].unique()) == [0.3, 0.6] and set(cores["method"]) == {a["arm"] for a in study("coresets")}
     for name in ["fig2_tsne_centre_similarity.png", "coresets.png", "strata_f1.parquet"]:
         assert (run / name).exists(), name
 
