@@ -139,7 +139,7 @@ def _fine_tune_run(lr, k, encoder, augs, train_x, ty, val, C, device, momentum, 
         return {"val_top1": topk_accuracy(scores, val[1], ks=(1,))["top1"]}
 
     # the whole state is kept (batch-norm statistics too); the untrained head is no candidate
-    sel = SelectOnValidation(val_score, "val_top1", val_every, initial=False) if val else None
+    sel = SelectOnValidation(val_score, "val_top1", val_every, score_initial=False) if val else None
     # min_batch=2: batch norm needs two items
     h = fit_rows(model, opt, len(ty), epochs, batch_size, torch.Generator().manual_seed(seed),
                  batch_loss, [sel] if sel else [], sched, 2, "ce", flops, ledger)

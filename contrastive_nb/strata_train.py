@@ -139,7 +139,7 @@ def train_classifier(
     on_val = vx is not None
     # the whole state is kept (batch-norm statistics too); the untrained model is no candidate
     sel = SelectOnValidation(lambda m: group_accuracy(predict(m, vx, device=dev), vy, vg), select,
-                             initial=False) if on_val else None
+                             score_initial=False) if on_val else None
     hooks = ([sel] if on_val else []) + (
         [OnEpoch(lambda rec: correct.append(predict(model, x, device=dev) == yt.numpy()))]
         if track_correct else []

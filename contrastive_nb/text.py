@@ -1236,7 +1236,7 @@ def fit_on_dev(
 
     if dev_score is not None and select is None:
         raise ValueError("`select` must name the entry of `dev_score`'s result to maximise")
-    sel = SelectOnValidation(dev_score, select, initial=False) if dev_score is not None else None
+    sel = SelectOnValidation(dev_score, select, score_initial=False) if dev_score is not None else None
     hooks = [h for h in (sel, log and OnEpoch(log), after_epoch and OnEpoch(after_epoch)) if h]
     history = fit_rows(model, optimizer, n, epochs, batch_size, rng, batch_loss, hooks)
     if sel is not None:

@@ -218,7 +218,7 @@ class LossTerm:
         unknown = sorted(set(options) - set(allowed))
         if unknown:
             hint = (
-                " (label correction is a hook now: fit(..., hooks=[strata.LabelCorrection(rate,"
+                " (label correction is a hook now: fit(..., hooks=[strata_train.LabelCorrection(rate,"
                 " from_epoch)]))"
                 if {"noise_rate", "correct_from_epoch"} & set(unknown)
                 else ""
@@ -764,7 +764,9 @@ class FlopCounter(Hook):
         run,  # the `Trainer` (state, model, terms, loaders, …)
         record,  # this epoch's record (losses, metrics); hooks may add keys
     ):
-        "Write the FLOP ledger's totals into the record."
+        "Write the FLOP ledger's totals into the record (nothing when FLOPs are not counted)."
+        if run.measure is None:
+            return
         led, w = run.state.ledger, run.world
         record.update({
             "flops": led.total * w,
@@ -852,6 +854,11 @@ class Evaluation(Hook):
             record.update(evaluate_on_rank0(run, self.eval_fn))
 
 
+def _plain(scores: dict) -> dict:
+    "An evaluation's numbers as Python numbers (NumPy scalars would make a checkpoint unloadable)."
+    return {k: v.item() if isinstance(v, np.generic) else v for k, v in scores.items()}
+
+
 def evaluate_on_rank0(
     run,  # the `Trainer` being trained
     eval_fn: Callable,  # model → dict of numbers
@@ -859,8 +866,8 @@ def evaluate_on_rank0(
     """`eval_fn(model)` computed once, on rank 0, and sent to the other ranks under `torchrun`
     (the ranks hold the same weights: one evaluation is enough)."""
     if run.world == 1:
-        return eval_fn(run.state.model)
-    out = [eval_fn(run.state.model) if run.state.rank == 0 else None]
+        return _plain(eval_fn(run.state.model))
+    out = [_plain(eval_fn(run.state.model)) if run.state.rank == 0 else None]
     dist.broadcast_object_list(out, src=0)
     return out[0]
 
@@ -1196,19 +1203,8 @@ class RowBatches:
 
 
 # %% ../nbs/05_train.ipynb #4de43c9c
-# The closed set of events, in the order the loop fires them (`Trainer.fire` refuses any other name):
-#
-#   before_fit
-#   for each epoch:
-#       before_epoch
-#       for each update:
-#           before_forward                      (batches drawn)
-#           before_terms                        (inside the loss: the projections, per loader)
-#           after_loss → backward → after_backward → clip, optimiser step → after_update
-#           [before_save → checkpoint]          (when one is due)
-#           after_step                          (a hook may raise StopTraining here)
-#       after_epoch (the record) → [before_save → checkpoint] → after_step
-#   after_fit                                   (always, also after an error)
+# The closed set of events (`Trainer.fire` refuses any other name); `train_loop`'s docstring shows
+# the loop that fires them, in pseudocode.
 EVENTS = (
     "before_fit", "before_epoch", "before_forward", "before_terms", "after_loss",
     "after_backward", "after_update", "before_save", "after_epoch", "after_step", "after_fit",
@@ -1246,11 +1242,21 @@ class Trainer:
         event: str,  # hook method name, e.g. `"after_epoch"`
         *args,  # arguments passed after the trainer
     ):
-        "Call `event` (one of `EVENTS`) on every hook, in order."
+        """Call `event` (one of `EVENTS`) on every hook, in order. `StopTraining` is honoured at
+        `after_step` only (an update or an epoch is complete there); raised at any other event it
+        is an error."""
         if event not in EVENTS:
             raise ValueError(f"unknown hook event {event!r}; the events are {list(EVENTS)}")
         for h in self.hooks:
-            getattr(h, event)(self, *args)
+            try:
+                getattr(h, event)(self, *args)
+            except StopTraining:
+                if event == "after_step":
+                    raise
+                raise RuntimeError(
+                    f"{type(h).__name__} raised StopTraining at {event!r}: raise it at 'after_step'"
+                    " (the update, or the epoch, is complete there)"
+                ) from None
 
     def active_terms(
         self,
@@ -1273,8 +1279,10 @@ def _train_step(run: Trainer, epoch: int, index: int, terms: dict) -> Update:
     st.labeled_batches += sum(b.loader == "labeled" for b in step.batches)
     run.fire("before_forward", step)
     total = 0.0
-    # the losses' own host-side input checks are off: `FiniteChecks` tests on the device instead
-    with torch.autocast(run.device.type, dtype=torch.bfloat16, enabled=run.amp), trusted_inputs():
+    # `fit` validated its inputs: the losses' host-side checks are off there (`FiniteChecks` tests
+    # on the device); `fit_rows`' losses keep theirs
+    trusted = trusted_inputs() if run.views is not None else contextlib.nullcontext()
+    with torch.autocast(run.device.type, dtype=torch.bfloat16, enabled=run.amp), trusted:
         for b in step.batches:
             try:
                 loss, parts = run.batch_loss(run, b, epoch)
@@ -1408,16 +1416,37 @@ def train_loop(
     stop_after_epoch: int | None = None,  # end this call after this epoch (the run resumes later)
 ) -> list:  # history: one record per epoch
     """Train from the state's epoch and step to `run.epochs`; returns the history (one record per
-    epoch)."""
+    epoch). The events, in the order it fires them (`EVENTS`):
+
+        before_fit                                  (after set-up and resume)
+        for each epoch, from the state's epoch and step:
+            before_epoch
+            for each update:
+                before_forward                      (batches drawn)
+                [before_terms]                      (`fit` only: inside the loss, per loader)
+                after_loss → backward → after_backward → clip, step → after_update
+                unless it is the epoch's last update:
+                    [before_save → checkpoint]      (when one is due)
+                    after_step                      (a hook may raise `StopTraining`)
+            after_epoch (the record) → [before_save → checkpoint] → after_step
+        after_fit                                   (always once before_fit ran, errors too)
+
+    On `StopTraining` the loop settles the finite checks, writes a checkpoint where it stopped
+    (if the run keeps any) and returns the history, or raises `Preempted` for a signal. Under
+    `torchrun` every rank must raise it at the same update (`StopOnSignal` agrees by a
+    collective)."""
     st = run.state
     run.t_start = time.time() - (st.history[-1]["seconds"] if st.history else 0.0)
     _restore_hooks(run)  # the states a resumed checkpoint saved for the hooks
-    run.fire("before_fit")
     try:
+        run.fire("before_fit")
         for epoch in range(st.epoch, run.epochs):
             try:
                 _train_epoch(run, epoch)
             except StopTraining as stop:  # a hook ended the run: keep where it stopped
+                for h in run.hooks:  # nothing unchecked, also without a run folder
+                    if isinstance(h, FiniteChecks):
+                        h.settle(run)
                 saved = _save(run)
                 if stop.signal is not None:  # preempted: the caller resumes later
                     raise _preempted(run, stop.signal, saved) from None
@@ -1778,8 +1807,9 @@ def _fit_state(model, terms, views, loaders, unlabeled, labeled, labeled_sampler
 
 # %% ../nbs/05_train.ipynb #c6dbafbd
 class SelectOnValidation(Evaluation):
-    """Engine hook: score validation every `every` epochs (and, with `initial`, before the first
-    update); keep the best `select` state (ties: the first)."""
+    """Engine hook: score validation every `every` epochs (and, with `score_initial`, before the
+    first update: `.initial` is that epoch-0 record); keep the best `select` state (ties: the
+    first)."""
 
     def __init__(
         self,
@@ -1788,10 +1818,10 @@ class SelectOnValidation(Evaluation):
         # evaluate every this many epochs (and after the last)
         every: int = 1,
         # also score the model before the first update (a candidate, and the curve's epoch 0)
-        initial: bool = True,
+        score_initial: bool = True,
     ):
         super().__init__(eval_fn, every)
-        self.select, self.score_initial = select, initial
+        self.select, self.score_initial = select, score_initial
         self.best, self.best_epoch, self.best_record, self.state, self.initial = (
             -math.inf,
             None,
@@ -1832,8 +1862,12 @@ class SelectOnValidation(Evaluation):
         self,
         run,  # the `Trainer` being trained
     ):
-        "Score validation before the first update (the epoch-0 point of the curve)."
-        if self.score_initial and run.state.updates == 0 and self.initial is None:
+        """A fresh run starts a fresh selection; score validation before its first update (the
+        epoch-0 point of the curve)."""
+        if run.state.updates == 0:  # not resumed: nothing of an earlier run is kept
+            self.best, self.best_epoch, self.best_record = -math.inf, None, None
+            self.state = self.initial = None
+        if self.score_initial and run.state.updates == 0:
             self.initial = {
                 "epoch": 0,
                 "updates": 0,
@@ -1933,6 +1967,10 @@ def fit_rows(
         raise ValueError(
             f"`rng` must be a np.random.Generator or a torch.Generator; got {type(rng).__name__}"
         )
+    if batch_size < min_batch:
+        raise ValueError(f"`batch_size` ({batch_size}) must be at least `min_batch` ({min_batch})")
+    if ledger is not None and flops is None:
+        raise ValueError("`ledger` is charged only with `flops` (how to measure a batch's FLOPs)")
     loaders = RowBatches(n, batch_size, rng, min_batch)
     if loaders.steps_per_epoch == 0:
         raise ValueError(f"`n` = {n} rows give no batch of at least `min_batch` = {min_batch}")

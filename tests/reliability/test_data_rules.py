@@ -83,7 +83,7 @@ def _model():
     return m
 
 
-def _fit(ds, run_dir, **kw):
+def _fit(ds, run_dir, stop_after_epoch=None, **kw):
     return fit(
         _model(),
         ds,
@@ -91,7 +91,7 @@ def _fit(ds, run_dir, **kw):
         lambda x: x,
         epochs=2,
         batch_size=4,
-        checkpoints=Checkpointing(run_dir),
+        checkpoints=Checkpointing(run_dir, stop_after_epoch=stop_after_epoch),
         runtime=RuntimeOptions(device="cpu", progress=False),
         **kw,
     )
