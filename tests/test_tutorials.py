@@ -14,14 +14,15 @@ TUT = ROOT / "nbs" / "tutorials"
 
 
 def _arms(notebook_name: str) -> list:
-    """A tutorial's arms: the `ARMS = [...]` literal of its one code cell tagged `arms` (the notebook's only list of
-    its arms), read with `ast.literal_eval`; `notebook_name` with or without `.ipynb`."""
+    """A tutorial's arms: the literal value of the one `ARMS = ...` assignment in its one code cell tagged `arms` (the
+    notebook's only list of its arms), read with `ast.literal_eval`; `notebook_name` with or without `.ipynb`."""
     nb = json.loads((TUT / notebook_name).with_suffix(".ipynb").read_text())
     cells = [c for c in nb["cells"] if c["cell_type"] == "code" and "arms" in c["metadata"].get("tags", [])]
     assert len(cells) == 1, f"{notebook_name}: {len(cells)} code cells tagged 'arms' (one expected)"
-    (stmt,) = ast.parse("".join(cells[0]["source"])).body
-    assert isinstance(stmt, ast.Assign) and [t.id for t in stmt.targets] == ["ARMS"], "the cell must only assign ARMS"
-    return ast.literal_eval(stmt.value)
+    found = [n for n in ast.parse("".join(cells[0]["source"])).body
+             if isinstance(n, ast.Assign) and [getattr(t, "id", None) for t in n.targets] == ["ARMS"]]
+    assert len(found) == 1, f"{notebook_name}: the cell tagged 'arms' must assign ARMS once"
+    return ast.literal_eval(found[0].value)
 
 
 
@@ -246,9 +247,10 @@ def test_csslm_fewshot_twin(tmp_path):
     assert sorted(grid.retrieved) == [2, 3] and grid.split.eq(0).all()
     assert m["retrieved_chosen"] == grid.loc[grid.dev_acc.idxmax(), "retrieved"]   # chosen on dev
     t2 = res[res.section == "table2"]
-    arms = {"Standard", "SCF", "Standard [D][C]", "SCF [D][C]", "CSS-LM-ST", "CSS-LM", "CSS-LM all-N"}
-    assert set(t2.arm) == arms and t2.groupby("arm").split.nunique().eq(2).all() and len(t2) == 14
-    assert not t2[t2.arm.isin(["Standard", "SCF"])].special_tokens.any() and t2[~t2.arm.isin(["Standard", "SCF"])].special_tokens.all()
+    arms = _arms("csslm_fewshot")                       # name → (method, special tokens, CSSOptions settings)
+    assert set(t2.arm) == set(arms) and t2.groupby("arm").split.nunique().eq(2).all() and len(t2) == 2 * len(arms)
+    assert (t2.special_tokens == t2.arm.map(lambda a: arms[a][1])).all()
+    assert (t2.method == t2.arm.map(lambda a: arms[a][0])).all()
     css = t2[t2.arm.str.startswith("CSS")]
     assert css.retrieved.eq(m["retrieved_chosen"]).all()
     assert css["P same class"].between(0, 1).all() and css["P in-domain"].between(0, 1).all()
