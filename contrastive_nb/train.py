@@ -1418,18 +1418,18 @@ def train_loop(
     """Train from the state's epoch and step to `run.epochs`; returns the history (one record per
     epoch). The events, in the order it fires them (`EVENTS`):
 
-        before_fit                                  (after set-up and resume)
+        before_fit                          (after set-up and resume)
         for each epoch, from the state's epoch and step:
             before_epoch
             for each update:
-                before_forward                      (batches drawn)
-                [before_terms]                      (`fit` only: inside the loss, per loader)
-                after_loss → backward → after_backward → clip, step → after_update
+                before_forward              (batches drawn)
+                [before_terms]              (`fit` only, inside the loss)
+                after_loss → backward → after_backward → step → after_update
                 unless it is the epoch's last update:
-                    [before_save → checkpoint]      (when one is due)
-                    after_step                      (a hook may raise `StopTraining`)
-            after_epoch (the record) → [before_save → checkpoint] → after_step
-        after_fit                                   (always once before_fit ran, errors too)
+                    [before_save → save]    (when a checkpoint is due)
+                    after_step              (may raise `StopTraining`)
+            after_epoch (record) → [before_save → save] → after_step
+        after_fit                           (once before_fit ran, errors too)
 
     On `StopTraining` the loop settles the finite checks, writes a checkpoint where it stopped
     (if the run keeps any) and returns the history, or raises `Preempted` for a signal. Under
