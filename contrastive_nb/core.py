@@ -18,9 +18,9 @@ import numpy as np
 import torch
 
 # %% auto #0
-__all__ = ['check_choice', 'check_range', 'check_int', 'embedding_matrix', 'label_vector', 'seed_everything', 'get_device',
-           'batched_inference', 'atomic_write_bytes', 'atomic_write_text', 'atomic_write_json', 'atomic_write_parquet',
-           'read_json', 'file_sha256', 'new_run_dir']
+__all__ = ['check_choice', 'check_range', 'check_int', 'check_config', 'embedding_matrix', 'label_vector', 'seed_everything',
+           'get_device', 'batched_inference', 'atomic_write_bytes', 'atomic_write_text', 'atomic_write_json',
+           'atomic_write_parquet', 'read_json', 'file_sha256', 'new_run_dir']
 
 # %% ../nbs/00_core.ipynb #4de1845f
 def check_choice(
@@ -75,6 +75,19 @@ def check_int(
         raise ValueError(f"`{name}` must be an integer; got {value!r}")
     check_range(name, value, low, high)
     return int(value)
+
+# %% ../nbs/00_core.ipynb #6acb3965
+def check_config(
+    name: str,  # the argument's name, as the error message shows it
+    value,  # an instance of `cls`, or None
+    cls: type,  # the settings class; `cls()` gives its defaults
+):  # `value`, or `cls()` for None
+    "The settings object `value`, `cls()` for None; `ValueError` for anything but a `cls`."
+    value = cls() if value is None else value
+    if not isinstance(value, cls):
+        article = "an" if cls.__name__[0].lower() in "aeiou" else "a"
+        raise ValueError(f"`{name}` must be {article} {cls.__name__}; got {type(value).__name__}")
+    return value
 
 # %% ../nbs/00_core.ipynb #74bb8034
 def embedding_matrix(

@@ -20,6 +20,7 @@ from torch import nn
 from contrastive_nb.core import (
     batched_inference,
     check_choice,
+    check_config,
     check_int,
     check_range,
     label_vector,
@@ -939,7 +940,7 @@ def train_csslm(
     `class_sums`: "batch" — L_C's labeled sums and N_C(i) over the batch; "all" — over all N
     labeled instances, from a memory of their [CLASS] vectors and P_C sets refreshed as each
     instance is trained on (Eq. 7's j = 1…N)."""
-    o = _check_config_css(css)
+    o = check_config("css", css, CSSOptions)
     levels, k, class_sums = o.levels, o.k, o.class_sums
     n, y, uses_corpus = _check_csslm_args(model, feats, y, corpus_feats, method, levels, k, epochs,
                                           batch_size, o.warmup_epochs, o.temperature, class_sums)
@@ -971,11 +972,4 @@ def train_csslm(
                class_memory=memory_np)
     return out
 
-
-def _check_config_css(css) -> CSSOptions:
-    "`train_csslm`'s `css`: the defaults for None; anything but a `CSSOptions` is refused."
-    css = CSSOptions() if css is None else css
-    if not isinstance(css, CSSOptions):
-        raise ValueError(f"`css` must be a CSSOptions; got {type(css).__name__}")
-    return css
 

@@ -25,6 +25,7 @@ from torch.utils.data import DataLoader, Sampler
 from contrastive_nb.core import (
     atomic_write_json,
     check_choice,
+    check_config,
     check_int,
     check_range,
     get_device,
@@ -1727,9 +1728,9 @@ def fit(
     "Train `model` on `unlabeled` (+ `labeled`) with `terms`; returns the per-epoch history."
     check_int("epochs", epochs, 1)
     check_int("batch_size", batch_size, 1)
-    optim = _check_config("optim", optim, Optimization)
-    ckpt = _check_config("checkpoints", checkpoints, Checkpointing)
-    runtime = _check_config("runtime", runtime, RuntimeOptions)
+    optim = check_config("optim", optim, Optimization)
+    ckpt = check_config("checkpoints", checkpoints, Checkpointing)
+    runtime = check_config("runtime", runtime, RuntimeOptions)
     lab, lab_sampler = _check_labeled(labeled)
     terms = _check_terms(terms, unlabeled, lab, lab_sampler, model)
     hooks = _default_hooks(hooks, runtime)
@@ -1757,18 +1758,6 @@ def fit(
                   lambda m, b: views_loss(m, views, b.terms, b.x, b.y, 1, None, run.hooks)[0])
     with _backend_flags(opts):
         return train_loop(run, ckpt.stop_after_epoch)
-
-
-def _article(word: str) -> str:
-    return ("an " if word[0].lower() in "aeiou" else "a ") + word
-
-
-def _check_config(name: str, value, cls):
-    "A config argument: the defaults for None; anything but a `cls` is refused."
-    value = cls() if value is None else value
-    if not isinstance(value, cls):
-        raise ValueError(f"`{name}` must be {_article(cls.__name__)}; got {type(value).__name__}")
-    return value
 
 
 def _check_labeled(labeled) -> tuple:
@@ -1822,13 +1811,12 @@ class SelectOnValidation(Evaluation):
     ):
         super().__init__(eval_fn, every)
         self.select, self.score_initial = select, score_initial
-        self.best, self.best_epoch, self.best_record, self.state, self.initial = (
-            -math.inf,
-            None,
-            None,
-            None,
-            None,
-        )
+        self._reset()
+
+    def _reset(self):
+        "Nothing selected yet."
+        self.best, self.best_epoch, self.best_record = -math.inf, None, None
+        self.state = self.initial = None
 
     def state_dict(self) -> dict:  # best value, epoch, record, state and the epoch-0 record
         "What a resumed run needs to select as an uninterrupted one (saved in every checkpoint)."
@@ -1865,8 +1853,7 @@ class SelectOnValidation(Evaluation):
         """A fresh run starts a fresh selection; score validation before its first update (the
         epoch-0 point of the curve)."""
         if run.state.updates == 0:  # not resumed: nothing of an earlier run is kept
-            self.best, self.best_epoch, self.best_record = -math.inf, None, None
-            self.state = self.initial = None
+            self._reset()
         if self.score_initial and run.state.updates == 0:
             self.initial = {
                 "epoch": 0,

@@ -73,26 +73,24 @@ def _identity(x):
     return x * 1.0
 
 
-def _fit_worker(rank, world, port, out):
+def _fit_digits(model, batch_size, hooks=None):
+    "One epoch of NT-Xent on the digits (lr 0.1, CPU): the same run on one process and on two ranks."
     from contrastive_nb.data import load_digits
-    from contrastive_nb.train import Evaluation, LossTerm, Optimization, RuntimeOptions, fit
+    from contrastive_nb.train import LossTerm, Optimization, RuntimeOptions, fit
+    return fit(model, load_digits("train"), [LossTerm("nt_xent", temperature=0.5)], _identity, epochs=1,
+               batch_size=batch_size, optim=Optimization(lr=0.1),
+               runtime=RuntimeOptions(device="cpu", progress=False), hooks=hooks)
+
+
+def _fit_worker(rank, world, port, out):
+    from contrastive_nb.train import Evaluation
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
         m = _make_model()
         calls = []
         # the evaluation runs on rank 0 only and its numbers reach every rank
-        h = fit(
-            m,
-            load_digits("train"),
-            [LossTerm("nt_xent", temperature=0.5)],
-            _identity,
-            epochs=1,
-            batch_size=64,
-            optim=Optimization(lr=0.1),
-            runtime=RuntimeOptions(device="cpu", progress=False),
-            hooks=[Evaluation(lambda model: calls.append(rank) or {"score": 0.25 + dist.get_rank()})],
-        )
+        h = _fit_digits(m, 64, [Evaluation(lambda model: calls.append(rank) or {"score": 0.25 + dist.get_rank()})])
         out[rank] = {k: v.clone() for k, v in m.state_dict().items()}
         out[f"eval{rank}"] = (calls, h[-1]["score"])
     finally:
@@ -100,21 +98,10 @@ def _fit_worker(rank, world, port, out):
 
 
 def test_fit_ddp_equals_single_process_on_global_batch():
-    from contrastive_nb.data import load_digits
-    from contrastive_nb.train import LossTerm, Optimization, RuntimeOptions, fit
     out = mp.Manager().dict()
     mp.spawn(_fit_worker, args=(2, _free_port(), out), nprocs=2, join=True)
     ref = _make_model()
-    fit(
-        ref,
-        load_digits("train"),
-        [LossTerm("nt_xent", temperature=0.5)],
-        _identity,
-        epochs=1,
-        batch_size=128,
-        optim=Optimization(lr=0.1),
-        runtime=RuntimeOptions(device="cpu", progress=False),
-    )
+    _fit_digits(ref, 128)           # the global batch: 2 ranks × 64
     assert out["eval0"] == ([0], 0.25) and out["eval1"] == ([], 0.25)       # computed once, on rank 0, shared
     for r in range(2):
         for k, v in ref.state_dict().items():
