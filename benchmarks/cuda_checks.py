@@ -72,6 +72,8 @@ def main(argv=None):
             print(name, out["checks"][name], flush=True)
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(out, indent=1))
+    from contrastive_nb.runs import write_provenance
+    write_provenance(a.out, {"script": "benchmarks/cuda_checks.py", "arguments": {k: v for k, v in vars(a).items() if k != "out"}, "gpu": out["gpu"]})
 
 
 if __name__ == "__main__":

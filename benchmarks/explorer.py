@@ -63,6 +63,12 @@ def save(part, res):
     old = json.loads(OUT.read_text()) if OUT.exists() else {}
     old[part] = res
     atomic_write_json(OUT, old)
+    from contrastive_nb.core import read_json
+    from contrastive_nb.runs import write_provenance
+    prov = OUT.parent / "provenance.json"
+    parts = read_json(prov)["files"].get(OUT.name, {}).get("parts", []) if prov.exists() else []
+    write_provenance(OUT, {"script": "benchmarks/explorer.py", "parts": sorted({*parts, part}),
+                           "arguments": sys.argv[1:]})
     print(json.dumps(res, indent=1))
 
 

@@ -185,6 +185,8 @@ def main():
         meta = {"measured": datetime.date.today().isoformat(), "machine": machine, "dim": a.dim,
                 "temperature": TEMPERATURE, "repeats": a.repeats, "dtype": "float32", "rows": rows}
         tmp = Path(a.out).with_suffix(".tmp"); tmp.write_text(json.dumps(meta, indent=1)); os.replace(tmp, a.out)
+        from contrastive_nb.runs import write_provenance
+        write_provenance(a.out, {"script": "benchmarks/losses.py", "arguments": {k: v for k, v in vars(a).items() if k != "out"}})
         print(f"\nwrote {a.out}")
 
 

@@ -308,6 +308,9 @@ def main(argv=None):
     out["commit"] = _commit()
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(out, indent=1))
+    from contrastive_nb.runs import write_provenance
+    write_provenance(a.out, {"script": "benchmarks/step_profile.py", "arguments": {k: v for k, v in vars(a).items() if k != "out"},
+                             "gpu": out["machine"]["gpu"]})
     print(json.dumps({"ratios": ratios}, indent=1))
 
 

@@ -157,6 +157,8 @@ def main():
         meta = {"commit": os.environ.get("CNB_COMMIT"), "measured": datetime.date.today().isoformat(), "machine": machine, "batch": a.batch, "steps": a.steps or "per row",
                 "workers": a.workers, "amp": not a.no_amp, "rows": rows}
         tmp = Path(a.out).with_suffix(".tmp"); tmp.write_text(json.dumps(meta, indent=1)); os.replace(tmp, a.out)
+        from contrastive_nb.runs import write_provenance
+        write_provenance(a.out, {"script": "benchmarks/train_throughput.py", "arguments": {k: v for k, v in vars(a).items() if k != "out"}})
         print(f"\nwrote {a.out}")
 
 

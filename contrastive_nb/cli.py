@@ -31,34 +31,17 @@ _EXAMPLES = {
   contrastive-nb sweep nbs/tutorials/suncet_fractions.yaml --parallel 2 --wait"""
     ),
     "results": "example:\n  contrastive-nb results runs/suncet-fractions",
+    "publish": (
+        """examples:
+  contrastive-nb publish nbs/tutorials/suncet_fashion.yaml nbs/results/suncet_fashion
+  contrastive-nb publish nbs/tutorials/suncet_fractions.yaml nbs/results/suncet_fractions \\
+      --figures contrastive_nb.protocol:sweep_figures"""
+    ),
 }
 
 
-def _parser() -> tuple[argparse.ArgumentParser, dict]:
-    """The command's parser and its subcommands' parsers (by name); building it imports nothing
-    heavy."""
-    fmt = argparse.RawDescriptionHelpFormatter
-    ap = argparse.ArgumentParser(
-        prog="contrastive-nb",
-        formatter_class=fmt,
-        description="Run contrastive_nb notebooks headlessly, one run folder each.",
-        epilog="examples:\n  " + "\n  ".join(e.splitlines()[1] for e in _EXAMPLES.values()),
-    )
-    ap.add_argument("--version", action="version", version=f"contrastive-nb {__version__}")
-    sub = ap.add_subparsers(dest="command", required=True, metavar="{run,params,sweep,results}")
-    cmds = {}
-
-    def add(name, help):
-        cmds[name] = sub.add_parser(
-            name,
-            help=help,
-            description=help[:1].upper() + help[1:] + ".",
-            epilog=_EXAMPLES[name],
-            formatter_class=fmt,
-        )
-        return cmds[name]
-
-    r = add("run", "execute a notebook with papermill into runs/<name>/")
+def _run_arguments(r: argparse.ArgumentParser) -> None:
+    "The `run` subcommand's arguments."
     r.add_argument("notebook")
     r.add_argument(
         "-p",
@@ -83,8 +66,10 @@ def _parser() -> tuple[argparse.ArgumentParser, dict]:
         action="store_true",
         help="if root/NAME holds a failed run, keep it as NAME.failed-K and run again",
     )
-    add("params", "list the parameters a notebook takes").add_argument("notebook")
-    w = add("sweep", "run a grid of parameters and seeds from a YAML file (only what is missing)")
+
+
+def _sweep_arguments(w: argparse.ArgumentParser) -> None:
+    "The `sweep` subcommand's arguments."
     w.add_argument("sweep_file")
     w.add_argument(
         "--root", default="runs", help="folder that holds the sweep folder (default: runs)"
@@ -107,9 +92,62 @@ def _parser() -> tuple[argparse.ArgumentParser, dict]:
         action="store_true",
         help="if the sweep is running elsewhere, wait for it instead of refusing",
     )
+
+
+def _publish_arguments(u: argparse.ArgumentParser) -> None:
+    "The `publish` subcommand's arguments."
+    u.add_argument("sweep_file")
+    u.add_argument("dest", help="the results folder (e.g. nbs/results/<sweep name>)")
+    u.add_argument(
+        "--root", default="runs", help="folder that holds the sweep folder (default: runs)"
+    )
+    u.add_argument(
+        "--figures",
+        metavar="MODULE:FUNCTION",
+        help="a figures hook (ok runs, folder) -> {name: path}, e.g."
+        " contrastive_nb.protocol:sweep_figures",
+    )
+    u.add_argument("--commit", help="the commit the runs executed, where they recorded none")
+    u.add_argument("--note", default="", help="a sentence kept in provenance.json")
+
+
+def _parser() -> tuple[argparse.ArgumentParser, dict]:
+    """The command's parser and its subcommands' parsers (by name); building it imports nothing
+    heavy."""
+    fmt = argparse.RawDescriptionHelpFormatter
+    ap = argparse.ArgumentParser(
+        prog="contrastive-nb",
+        formatter_class=fmt,
+        description="Run contrastive_nb notebooks headlessly, one run folder each.",
+        epilog="examples:\n  " + "\n  ".join(e.splitlines()[1] for e in _EXAMPLES.values()),
+    )
+    ap.add_argument("--version", action="version", version=f"contrastive-nb {__version__}")
+    sub = ap.add_subparsers(
+        dest="command", required=True, metavar="{run,params,sweep,results,publish}"
+    )
+    cmds = {}
+
+    def add(name, help):
+        cmds[name] = sub.add_parser(
+            name,
+            help=help,
+            description=help[:1].upper() + help[1:] + ".",
+            epilog=_EXAMPLES[name],
+            formatter_class=fmt,
+        )
+        return cmds[name]
+
+    _run_arguments(add("run", "execute a notebook with papermill into runs/<name>/"))
+    add("params", "list the parameters a notebook takes").add_argument("notebook")
+    _sweep_arguments(
+        add("sweep", "run a grid of parameters and seeds from a YAML file (only what is missing)")
+    )
     add(
         "results", "collect a sweep folder into results.csv/.parquet, summary.csv and figures"
     ).add_argument("sweep_dir")
+    _publish_arguments(
+        add("publish", "publish a finished sweep's tables and figures with their provenance")
+    )
     return ap, cmds
 
 # %% ../nbs/42_cli.ipynb #4b6095a2
@@ -139,6 +177,39 @@ def _cmd_sweep(args) -> int:
         f" failed {failed}"
     )
     return 1 if failed else 0
+
+
+def _figures_hook(spec: str | None):
+    "The function a `--figures MODULE:FUNCTION` names (None: no figures)."
+    import importlib
+
+    if spec is None:
+        return None
+    module, _, name = spec.partition(":")
+    if not (module and name) or not all(p.isidentifier() for p in module.split(".") + [name]):
+        raise ValueError(
+            "`--figures` must be MODULE:FUNCTION, such as contrastive_nb.protocol:sweep_figures;"
+            f" got {spec!r}"
+        )
+    try:
+        fn = getattr(importlib.import_module(module), name, None)
+    except ImportError as e:
+        raise ValueError(f"`--figures` {spec!r}: module {module!r} cannot be imported ({e})") from None
+    if not callable(fn):
+        raise ValueError(f"`--figures` {spec!r}: {module} has no function {name!r}")
+    return fn
+
+
+def _cmd_publish(args) -> int:
+    from contrastive_nb.runs import publish_sweep
+
+    prov = publish_sweep(args.sweep_file, args.dest, root=args.root,
+                         figures=_figures_hook(args.figures), commit=args.commit, note=args.note)
+    print(
+        f"published {prov['runs']['ok']} runs of {prov['name']} (commit {prov['commit']}) into"
+        f" {args.dest}: {', '.join(prov['files'])}, provenance.json"
+    )
+    return 0
 
 
 def _cmd_results(args) -> int:
@@ -223,7 +294,13 @@ def _cmd_run(args) -> int:
     return 0
 
 
-_COMMANDS = {"params": _cmd_params, "sweep": _cmd_sweep, "results": _cmd_results, "run": _cmd_run}
+_COMMANDS = {
+    "params": _cmd_params,
+    "sweep": _cmd_sweep,
+    "results": _cmd_results,
+    "publish": _cmd_publish,
+    "run": _cmd_run,
+}
 
 # %% ../nbs/42_cli.ipynb #61b03c0c
 def main(

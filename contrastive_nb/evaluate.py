@@ -440,7 +440,7 @@ def claim_verdicts(
     claim: str = "claim",  # the column that receives the wording
 ) -> pd.DataFrame:  # a copy of `table` with `p_holm`, `verdict` and `claim`
     """Holm-adjusted p-values over the table and the verdict rule: `positive` needs p_holm < alpha
-    and the t interval above 0; otherwise the claim says what the data rule out (`mde`)."""
+    and the t interval above 0; otherwise the claim says what the t interval rules out."""
     check_range("alpha", alpha, 0, 1, low_inclusive=False, high_inclusive=False)
     missing = [c for c in ("n", "diff", "t_low", "t_high", "p", "mde") if c not in table.columns]
     if missing:
@@ -450,20 +450,20 @@ def claim_verdicts(
         )
     out = table.copy()
     out["p_holm"] = holm(out["p"].to_numpy(dtype=np.float64))
+    lo, hi = out["t_low"].to_numpy(dtype=np.float64), out["t_high"].to_numpy(dtype=np.float64)
     sig = out["p_holm"].to_numpy() < alpha
-    up, down = sig & (out["t_low"].to_numpy() > 0), sig & (out["t_high"].to_numpy() < 0)
+    up, down = sig & (lo > 0), sig & (hi < 0)
     out["verdict"] = np.where(up, "higher", np.where(down, "lower", "not distinguishable here"))
     tests = int(out["p"].notna().sum())
     out[claim] = [
         positive if u else negative if d
         else "not distinguishable here: fewer than 2 pairs, no test" if not n >= 2
-        else f"not distinguishable here: effects larger than {_effect(m)} are ruled out"
-        if abs(x) < m or x == m == 0
+        else "not distinguishable here: no interval" if not l <= h
+        else f"not distinguishable here: effects outside [{l:+.3g}, {h:+.3g}] are ruled out"
+        if l <= 0 <= h
         else f"not distinguishable here after Holm's adjustment over {tests} comparisons (p"
         f" {_effect(p)}, Holm p {_effect(q)})"
-        for u, d, n, m, x, p, q in zip(
-            up, down, out["n"], out["mde"], out["diff"], out["p"], out["p_holm"]
-        )
+        for u, d, n, l, h, p, q in zip(up, down, out["n"], lo, hi, out["p"], out["p_holm"])
     ]
     return out
 

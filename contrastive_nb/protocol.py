@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -30,7 +31,7 @@ from .evaluate import claim_verdicts, linear_probe, paired_difference, topk_accu
 # %% auto #0
 __all__ = ['basic_views', 'fine_tune', 'select_probe', 'cv_probe', 'few_label_draw', 'few_label_probes', 'reach_table',
            'compute_saved_table', 'claims_table', 'strongest_baseline', 'long_table', 'saving_claims', 'sweep_claims',
-           'sweep_figure']
+           'sweep_figure', 'accuracy_compute_figure', 'sweep_figures']
 
 # %% ../nbs/08_protocol.ipynb #d2f530af
 def basic_views(
@@ -655,3 +656,64 @@ def sweep_figure(
     if path is not None:
         fig.savefig(path, dpi=110)
     return fig, path
+
+# %% ../nbs/08_protocol.ipynb #a1c0f7e3
+def accuracy_compute_figure(
+    results: pd.DataFrame,  # one row per run (results.parquet of a sweep)
+    arms: list,  # arms drawn, in this order
+    by: str = "labeled_fraction",  # one panel per value of this grid parameter
+    metric: str = "test_top1",  # the accuracy drawn
+    path=None,  # also save the figure here (PNG)
+) -> tuple:  # (figure, saved path or None)
+    """`(figure, path)`: each arm's `metric` (mean ± sd over runs) against its measured pre-training
+    TFLOPs (mean ± sd), one panel per value of `by`."""
+    import matplotlib.pyplot as plt
+
+    ok = results[results["status"] == "ok"] if "status" in results else results
+    long = long_table(ok, "results")
+    missing = [c for c in (by, metric, "arm") if c not in long]
+    if missing:
+        raise ValueError(f"`results` has no {missing} per arm (results/<arm>/<metric> columns)")
+    long = long.assign(pretrain_flops=long.get("pretrain_flops", 0.0)).fillna({"pretrain_flops": 0.0})
+    values = sorted(long[by].unique())
+    data = f"{long['dataset'].iloc[0]}, " if "dataset" in long else ""
+    fig, axes = plt.subplots(1, len(values), figsize=(5.2 * len(values), 3.9), squeeze=False)
+    for ax, v in zip(axes[0], values):
+        for i, arm in enumerate(arms):
+            g = long[(long[by] == v) & (long["arm"] == arm)]
+            if g.empty:
+                continue
+            tf = g["pretrain_flops"].astype(float) / 1e12
+            ax.errorbar(tf.mean(), g[metric].mean(), yerr=g[metric].std(ddof=1),
+                        xerr=tf.std(ddof=1), fmt="os^Dv<>p"[i % 8], ms=6, capsize=3,
+                        label=f"{arm} (n={g[metric].notna().sum()})")
+        ax.set_title(f"{data}{by} = {v:g}")
+        ax.set_xlabel("pre-training TFLOPs (measured; 0: none)")
+        ax.set_ylabel(f"{metric} (mean ± sd over runs)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=110)
+    return fig, path
+
+
+def sweep_figures(
+    ok: pd.DataFrame,  # the runs that finished ok (results.parquet rows)
+    folder,  # where the figures are written
+) -> dict:  # file name → path
+    """The `figures` hook of a SuNCEt sweep: `accuracy_vs_compute.png` (`accuracy_compute_figure`)
+    and `sweep_summary.png` (`sweep_figure`), the arms in the runs' order."""
+    import matplotlib.pyplot as plt
+
+    folder = Path(folder)
+    if "arms" in ok and len(ok):
+        arms = list(dict.fromkeys(a for v in ok["arms"] for a in v))
+    else:
+        arms = list(long_table(ok, "results")["arm"].unique())
+    out = {}
+    for name, draw in [("accuracy_vs_compute.png", accuracy_compute_figure),
+                       ("sweep_summary.png", sweep_figure)]:
+        fig, out[name] = draw(ok, arms, path=folder / name)
+        plt.close(fig)
+    return out

@@ -31,8 +31,8 @@ from contrastive_nb.core import (
 
 # %% auto #0
 __all__ = ['notebook_parameters', 'coerce_value', 'check_parameters', 'check_run_name', 'RunBusyError', 'remove_stale_partials',
-           'run_notebook', 'collect_results', 'format_summary', 'summarize', 'load_sweep', 'sweep_runs', 'run_sweep',
-           'sweep_results']
+           'git_commit', 'run_environment', 'run_notebook', 'collect_results', 'format_summary', 'summarize',
+           'load_sweep', 'sweep_runs', 'run_sweep', 'sweep_results', 'publish_sweep', 'write_provenance']
 
 # %% ../nbs/40_runs.ipynb #abbadca7
 _TYPES = {
@@ -329,6 +329,50 @@ def remove_stale_partials(
             continue  # its run is in progress in another process
     return removed
 
+# %% ../nbs/40_runs.ipynb #b2d0e1a2
+def git_commit(
+    folder,  # a folder inside a git checkout
+) -> str | None:  # `git describe --always --dirty` there; None outside a checkout or without git
+    "The commit the checkout holding `folder` is at (`-dirty`: with uncommitted changes)."
+    import subprocess
+
+    try:
+        r = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=str(folder),
+                           capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (r.stdout.strip() or None) if r.returncode == 0 else None
+
+
+_VERSIONED = ("contrastive_nb", "torch", "torchvision", "numpy", "pandas", "scikit-learn")
+
+
+def run_environment(
+    folder=".",  # the folder whose checkout's commit is recorded (a run: its notebook's)
+) -> dict:  # {'commit', 'versions', 'machine'}
+    """Where code runs, for provenance: the commit of `folder`'s checkout, the versions of Python
+    and the packages (from their metadata: nothing is imported), the system, CPU model and count."""
+    import importlib.metadata as md
+    import platform
+
+    def version(package):
+        try:
+            return md.version(package)
+        except md.PackageNotFoundError:
+            return None
+
+    cpu, info = platform.processor(), Path("/proc/cpuinfo")
+    if info.exists():
+        names = [line.split(":", 1)[1].strip() for line in
+                 info.read_text(errors="replace").splitlines() if line.startswith("model name")]
+        cpu = names[0] if names else cpu
+    return {
+        "commit": git_commit(folder),
+        "versions": {"python": platform.python_version(), **{p: version(p) for p in _VERSIONED}},
+        "machine": {"system": platform.system(), "arch": platform.machine(), "cpu": cpu,
+                    "cpu_count": os.cpu_count()},
+    }
+
 # %% ../nbs/40_runs.ipynb #8ea257a5
 def _run_status(folder: Path) -> str | None:
     """The `status` of a run folder's status.json ('ok', 'failed'), or None when there is none or it
@@ -406,6 +450,7 @@ def _execute(
         "error": None if error is None else f"{type(error).__name__}: {error}"[:2000],
         "seconds": round(time.time() - t0, 2),
         "finished": _dt.datetime.now().isoformat(timespec="seconds"),
+        **run_environment(notebook.parent),  # commit, versions, machine (provenance)
     }
     atomic_write_json(work / "status.json", status)
     status["exception"] = error
@@ -962,3 +1007,116 @@ def sweep_results(
             )
         paths.update({k: Path(v) for k, v in drawn.items()})
     return paths
+
+# %% ../nbs/40_runs.ipynb #c3e1f2a2
+def _shown(path) -> str:
+    "A path for provenance: relative to the current folder when inside it, else its name."
+    p = Path(path).resolve()
+    try:
+        return str(p.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return p.name
+
+
+def _runs_environment(sweep_dir: Path, recorded: list, commit: str | None) -> dict:
+    """The commit, versions and machine the runs recorded in their status.json (one of each, or a
+    refusal); `commit` where they recorded none."""
+    seen = {k: {json.dumps(r.get(k), sort_keys=True) for r in recorded} for k in
+            ("commit", "versions", "machine")}
+    for k, vals in seen.items():
+        if len(vals) > 1:
+            raise ValueError(
+                f"the runs under {sweep_dir} recorded {len(vals)} different {k}s"
+                f" ({', '.join(sorted(vals)[:3])}): a published table comes from one code and one"
+                " set-up; rerun the odd runs"
+            )
+    env = {k: json.loads(next(iter(v))) for k, v in seen.items()}
+    if env["commit"] is None:
+        if commit is None:
+            raise ValueError(
+                f"the runs under {sweep_dir} recorded no commit (made before runs recorded it):"
+                " pass the commit they executed (`commit=` / --commit)"
+            )
+        here = run_environment()
+        env.update(commit=commit, versions=here["versions"], machine=here["machine"],
+                   recorded_by="the publishing process: the runs recorded no environment")
+    elif commit is not None and commit != env["commit"]:
+        raise ValueError(
+            f"`commit` {commit!r} is not the commit the runs recorded ({env['commit']!r})"
+        )
+    return env
+
+
+def publish_sweep(
+    sweep_file,  # the sweep's YAML file
+    dest,  # the results folder it is published into (e.g. nbs/results/<name>)
+    root="runs",  # the folder that holds the sweep folder
+    figures: Callable | None = None,  # (ok runs, folder) → {name: path}: drawn, then published
+    commit: str | None = None,  # the commit the runs executed, where they recorded none
+    note: str = "",  # a sentence kept in provenance.json
+) -> dict:  # the provenance written
+    """Publish a finished sweep into `dest`: `results.parquet`, `summary.csv`, the figures and
+    `provenance.json` (sweep, grid, commit, date, versions, machine, each run's seconds)."""
+    spec = load_sweep(sweep_file)
+    sweep_dir = Path(root) / spec["name"]
+    names = [n for n, _ in sweep_runs(spec)]
+    states = {n: _run_status(sweep_dir / n) for n in names}
+    bad = [f"{n} ({s or 'not run'})" for n, s in states.items() if s != "ok"]
+    if bad:
+        raise ValueError(
+            f"{len(bad)} of the {len(names)} runs of {sweep_file} did not finish ok under"
+            f" {sweep_dir}: {', '.join(bad[:4])}{' …' if len(bad) > 4 else ''}; run `contrastive-nb"
+            f" sweep {sweep_file}` again (it runs only what is missing), then publish"
+        )
+    extra = sorted(p.name for p in sweep_dir.iterdir() if p.is_dir() and p.name not in states
+                   and not p.name.startswith(".") and ".failed-" not in p.name)
+    if extra:
+        raise ValueError(
+            f"{sweep_dir} holds run folders that {sweep_file} does not ask for ({', '.join(extra[:4])}):"
+            " move them out, so that the published table is this sweep's"
+        )
+    recorded = {n: read_json(sweep_dir / n / "status.json") for n in names}
+    env = _runs_environment(sweep_dir, list(recorded.values()), commit)
+    paths = sweep_results(sweep_dir, figures=figures)
+    import pandas as pd
+
+    res = pd.read_parquet(paths["results.parquet"])
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    files = {n: p for n, p in paths.items() if n != "results.csv"}
+    for name, p in files.items():
+        tmp = dest / f".{name}.new-{os.getpid()}"
+        shutil.copyfile(p, tmp)
+        os.replace(tmp, dest / name)
+    prov = {
+        "sweep": _shown(sweep_file), "notebook": _shown(spec["notebook"]), "name": spec["name"],
+        "grid": spec["grid"], "parameters": spec["parameters"], "seeds": spec["seeds"],
+        **env, "date": _dt.date.today().isoformat(),
+        "runs": {"total": len(res), "ok": int((res["status"] == "ok").sum()),
+                 "seconds": {n: r.get("seconds") for n, r in recorded.items()}},
+        "files": sorted(files), "note": note,
+    }
+    atomic_write_json(dest / "provenance.json", prov)
+    return prov
+
+# %% ../nbs/40_runs.ipynb #c3e1f2a5
+def write_provenance(
+    path,  # the file described (it sits in the results folder that gets provenance.json)
+    fields: dict,  # what produced it: the script, its arguments, …
+    environment: dict | None = None,  # commit, versions, machine (default: `run_environment` here)
+) -> dict:  # the file's entry in provenance.json
+    """Record in `provenance.json` beside `path` what produced it, with the date, commit, versions
+    and machine; the entries of the folder's other files are kept (one entry per file)."""
+    path = Path(path)
+    prov_path = path.parent / "provenance.json"
+    prov = read_json(prov_path) if prov_path.exists() else {"files": {}}
+    if not isinstance(prov.get("files"), dict):
+        raise ValueError(
+            f"{prov_path} is a run's or a sweep's provenance (its `files` is not a mapping of file"
+            " → entry): write this file into a folder of its own"
+        )
+    entry = {**fields, "date": _dt.date.today().isoformat(),
+             **(environment if environment is not None else run_environment(path.parent))}
+    prov["files"][path.name] = entry
+    atomic_write_json(prov_path, prov)
+    return entry

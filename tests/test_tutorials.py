@@ -1,11 +1,10 @@
 """The tutorials are experiments run by papermill; here each runs as its CPU-sized twin (tiny parameters)."""
-import ast
 import json
 
 import numpy as np
 import pandas as pd
 
-from helpers import ROOT
+from helpers import ROOT, tutorial_arms
 from contrastive_nb.data import load_split_manifest
 from contrastive_nb.evaluate import holm
 from contrastive_nb.runs import run_notebook
@@ -13,21 +12,9 @@ from contrastive_nb.runs import run_notebook
 TUT = ROOT / "nbs" / "tutorials"
 
 
-def _arms(notebook_name: str) -> list:
-    """A tutorial's arms: the literal value of the one `ARMS = ...` assignment in its one code cell tagged `arms` (the
-    notebook's only list of its arms), read with `ast.literal_eval`; `notebook_name` with or without `.ipynb`."""
-    nb = json.loads((TUT / notebook_name).with_suffix(".ipynb").read_text())
-    cells = [c for c in nb["cells"] if c["cell_type"] == "code" and "arms" in c["metadata"].get("tags", [])]
-    assert len(cells) == 1, f"{notebook_name}: {len(cells)} code cells tagged 'arms' (one expected)"
-    found = [n for n in ast.parse("".join(cells[0]["source"])).body
-             if isinstance(n, ast.Assign) and [getattr(t, "id", None) for t in n.targets] == ["ARMS"]]
-    assert len(found) == 1, f"{notebook_name}: the cell tagged 'arms' must assign ARMS once"
-    return ast.literal_eval(found[0].value)
-
-
 
 def test_suncet_digits_twin(tmp_path):
-    spec = {a["arm"]: a for a in _arms("suncet_digits")}
+    spec = {a["arm"]: a for a in tutorial_arms("suncet_digits")}
     ARMS = list(spec)
     PRETRAINED = [a for a in ARMS if spec[a]["pretrained"]]
     BASELINES = [a for a in ARMS if spec[a]["baseline"]]
@@ -105,7 +92,7 @@ def test_suncet_digits_twin(tmp_path):
 
 
 def test_spread_strata_twin(tmp_path):
-    arms = _arms("spread_strata")
+    arms = tutorial_arms("spread_strata")
     study = lambda name: [a for a in arms if a["study"] == name]
     run = run_notebook(TUT / "spread_strata.ipynb", "twin", root=tmp_path, timeout=600,
                        parameters=dict(seeds=[0, 1], worst_group_seeds=[0], noise_seeds=[0], coreset_seeds=[0], epochs=2,
@@ -182,8 +169,8 @@ def _check_claims(claims: pd.DataFrame):
         assert r["t_low"] <= r["diff"] + 1e-12 and r["diff"] <= r["t_high"] + 1e-12
         sig = r["p_holm"] < 0.05
         expect = ("agrees" if sig and r["t_low"] > 0 else "disagrees" if sig and r["t_high"] < 0
-                  else f"not distinguishable here: effects larger than {r['mde']:.3g} are ruled out"
-                  if abs(r["diff"]) < r["mde"] or r["diff"] == r["mde"] == 0 else "not distinguishable here after Holm's adjustment")
+                  else f"not distinguishable here: effects outside [{r['t_low']:+.3g}, {r['t_high']:+.3g}] are ruled out"
+                  if r["t_low"] <= 0 <= r["t_high"] else "not distinguishable here after Holm's adjustment")
         assert r["verdict"].startswith(expect), (r["claim"], r["verdict"])
         assert r["n"] >= 10 or (np.isnan(r["boot low"]) and np.isnan(r["boot high"])), r["claim"]
 
@@ -247,7 +234,7 @@ def test_csslm_fewshot_twin(tmp_path):
     assert sorted(grid.retrieved) == [2, 3] and grid.split.eq(0).all()
     assert m["retrieved_chosen"] == grid.loc[grid.dev_acc.idxmax(), "retrieved"]   # chosen on dev
     t2 = res[res.section == "table2"]
-    arms = _arms("csslm_fewshot")                       # name → (method, special tokens, CSSOptions settings)
+    arms = tutorial_arms("csslm_fewshot")                       # name → (method, special tokens, CSSOptions settings)
     assert set(t2.arm) == set(arms) and t2.groupby("arm").split.nunique().eq(2).all() and len(t2) == 2 * len(arms)
     assert (t2.special_tokens == t2.arm.map(lambda a: arms[a][1])).all()
     assert (t2.method == t2.arm.map(lambda a: arms[a][0])).all()

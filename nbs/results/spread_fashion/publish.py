@@ -1,6 +1,7 @@
 """Publish the coarse-to-fine study on Fashion-MNIST (spread_strata.ipynb, transfer section) into
 this folder: the run's results files and a provenance.json in the format of docs/notebooks.py
-(notebook, parameters, commit, date, files), with the versions, the machine and the seconds added.
+(notebook, parameters, commit, date, files), with the versions, the machine and the seconds added
+(`contrastive_nb.runs.run_environment`; the commit is the one the run recorded, where it did).
 
     contrastive-nb run nbs/tutorials/spread_strata.ipynb -p dataset fashion_mnist \\
         -p image_size 14 -p n_images 5000 -p sections '["transfer"]' --name spread_fashion
@@ -15,14 +16,14 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 sys.path.insert(0, str(ROOT / "docs"))
-sys.path.insert(0, str(ROOT / "nbs" / "results" / "suncet_fashion"))
 from notebooks import stage_results  # noqa: E402
-from publish import machine, versions  # noqa: E402  (suncet_fashion/publish.py)
+
+from contrastive_nb.runs import run_environment  # noqa: E402
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("run")
-    ap.add_argument("--commit", help="the commit the run was made at (default: git describe)")
+    ap.add_argument("--commit", help="the commit the run was made at (default: the one it recorded)")
     a = ap.parse_args()
     run = Path(a.run)
     status = json.loads((run / "status.json").read_text())
@@ -31,9 +32,10 @@ if __name__ == "__main__":
     nb = ROOT / "nbs" / "tutorials" / "spread_strata.ipynb"
     tmp, files = stage_results(run, HERE, nb, ROOT)
     prov = json.loads((tmp / "provenance.json").read_text())
+    env = {k: status[k] for k in ("commit", "versions", "machine") if k in status} or run_environment(ROOT)
+    prov.update(env, seconds=status["seconds"])
     if a.commit:
         prov["commit"] = a.commit
-    prov.update(versions=versions(), machine=machine(), seconds=status["seconds"])
     (tmp / "provenance.json").write_text(json.dumps(prov, indent=1) + "\n")
     for f in tmp.iterdir():
         shutil.move(str(f), HERE / f.name)

@@ -1,0 +1,73 @@
+"""What is published under nbs/results is what the code says it is: every results folder has its provenance, every
+claims table carries the statistics of `evaluate.claim_verdicts` with the verdicts its rule gives them, and every
+published sweep holds exactly the runs its sweep file asks for, all finished, with every arm of its notebook."""
+import json
+import math
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from contrastive_nb.evaluate import BOOT_MIN_PAIRS
+from contrastive_nb.protocol import long_table
+from contrastive_nb.runs import load_sweep, sweep_runs
+from helpers import ROOT, TUT, tutorial_arms
+
+RES = ROOT / "nbs" / "results"
+sys.path.insert(0, str(ROOT / "docs"))
+from claims_stats import restated  # noqa: E402
+
+FOLDERS = sorted(p for p in RES.iterdir() if p.is_dir() and not p.name.startswith("."))
+CLAIMS = sorted(RES.rglob("claims*.parquet"))
+SWEEPS = sorted(p.parent for p in RES.glob("*/provenance.json") if "sweep" in json.loads(p.read_text()))
+STATS = ["n", "diff", "t_low", "t_high", "p", "p_holm", "mde", "verdict"]
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
+def test_every_results_folder_has_provenance(folder):
+    prov = json.loads((folder / "provenance.json").read_text())
+    data = sorted(p.name for p in folder.iterdir() if p.suffix in (".json", ".parquet", ".csv")
+                  and p.name != "provenance.json")
+    if isinstance(prov.get("files"), dict):  # one entry per file (benchmarks)
+        assert sorted(prov["files"]) == sorted(set(data) & set(prov["files"])) and set(data) <= set(prov["files"]), (
+            f"{folder.name}: files without an entry: {sorted(set(data) - set(prov['files']))}")
+        entries = prov["files"].values()
+    else:
+        entries = [prov]
+    for e in entries:
+        assert "commit" in e and "date" in e, e
+        assert e.get("script") or e.get("notebook") or e.get("sweep"), e
+    assert "/work/" not in json.dumps(prov) and "/home/" not in json.dumps(prov), "a path of the machine"
+
+
+@pytest.mark.parametrize("table", CLAIMS, ids=lambda p: p.parent.name)
+def test_claims_tables_carry_the_statistics_and_the_rules_verdicts(table):
+    claims = pd.read_parquet(table)
+    assert len(claims) and set(STATS) <= set(claims.columns)
+    np.testing.assert_array_equal(claims["verdict"], restated(claims)["verdict"])
+    small = claims["n"] < BOOT_MIN_PAIRS
+    assert claims.loc[small, [c for c in claims if c.startswith("boot")]].isna().all().all()
+    ruled = claims["verdict"].str.contains("are ruled out")
+    assert (claims.loc[ruled, "t_low"] <= 0).all() and (claims.loc[ruled, "t_high"] >= 0).all()
+
+
+@pytest.mark.parametrize("folder", SWEEPS, ids=lambda p: p.name)
+def test_published_sweeps_hold_every_run_of_their_sweep_file(folder):
+    prov = json.loads((folder / "provenance.json").read_text())
+    spec = load_sweep(ROOT / prov["sweep"])
+    assert (spec["name"], spec["seeds"], spec["grid"]) == (prov["name"], prov["seeds"], prov["grid"])
+    res = pd.read_parquet(folder / "results.parquet")
+    assert sorted(res["run"]) == sorted(n for n, _ in sweep_runs(spec)) and (res["status"] == "ok").all()
+    assert prov["commit"] and prov["runs"]["ok"] == len(res) and all(
+        isinstance(s, (int, float)) and s > 0 for s in prov["runs"]["seconds"].values())
+    arms = {a["arm"] for a in tutorial_arms(prov["notebook"].split("/")[-1])} if \
+        (TUT / prov["notebook"].split("/")[-1]).exists() else set()
+    if "results/" in "".join(res.columns):
+        long = long_table(res, "results")
+        assert arms <= set(long["arm"]), f"arms missing from {folder.name}: {sorted(arms - set(long['arm']))}"
+        seeds = long.groupby([c for c in long.columns if c in spec["grid"]] + ["arm"])["seed"].nunique()
+        assert seeds.min() == len(spec["seeds"]), seeds.to_dict()
+        assert long["test_top1"].notna().all() and not long["test_top1"].map(math.isinf).any()
+    for f in prov["files"]:
+        assert (folder / f).exists(), f
