@@ -54,6 +54,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="nbs/results/bench_step/cuda_checks.json")
     a = ap.parse_args(argv)
+    from contrastive_nb.runs import run_environment, write_provenance
+    env = run_environment(Path(__file__).parent)  # taken before the measurement writes anything
     warnings.simplefilter("ignore")
     out = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
@@ -72,8 +74,7 @@ def main(argv=None):
             print(name, out["checks"][name], flush=True)
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(out, indent=1))
-    from contrastive_nb.runs import write_provenance
-    write_provenance(a.out, {"script": "benchmarks/cuda_checks.py", "arguments": {k: v for k, v in vars(a).items() if k != "out"}, "gpu": out["gpu"]})
+    write_provenance(a.out, {"script": "benchmarks/cuda_checks.py", "arguments": {k: v for k, v in vars(a).items() if k != "out"}, "gpu": out["gpu"]}, env)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "nbs" / "results" / "explorer" / "benchmark.json"
+ENV = None  # where the measurement runs (main sets it before anything is written)
 
 
 def clustered(n, dim, n_classes=50, seed=0):
@@ -68,7 +69,7 @@ def save(part, res):
     prov = OUT.parent / "provenance.json"
     parts = read_json(prov)["files"].get(OUT.name, {}).get("parts", []) if prov.exists() else []
     write_provenance(OUT, {"script": "benchmarks/explorer.py", "parts": sorted({*parts, part}),
-                           "arguments": sys.argv[1:]})
+                           "arguments": sys.argv[1:]}, ENV)
     print(json.dumps(res, indent=1))
 
 
@@ -477,6 +478,9 @@ def main():
     ap.add_argument("--peer-n", type=int, default=100_000, help="the plotly FigureWidget peer runs up to this many points")
     ap.add_argument("--drags", type=int, default=20, help="box and lasso drags on the explorer at each size")
     args = ap.parse_args()
+    global ENV
+    from contrastive_nb.runs import run_environment
+    ENV = run_environment(ROOT)  # taken before the measurement writes anything
     if args.part in ("projection", "all"):
         projection_part(args)
     if args.part in ("browser", "all"):

@@ -145,6 +145,8 @@ def main():
     ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "nbs/results/bench_losses/losses.json"),
                     help="where to write the measurements (JSON); '' to skip")
     a = ap.parse_args()
+    from contrastive_nb.runs import run_environment, write_provenance
+    env = run_environment(Path(__file__).parent)  # taken before the measurement writes anything
     if a.worker:
         loss, contender, n2, d, device, repeats = a.worker
         print(json.dumps(worker(loss, contender, int(n2), int(d), device, int(repeats))))
@@ -185,8 +187,7 @@ def main():
         meta = {"measured": datetime.date.today().isoformat(), "machine": machine, "dim": a.dim,
                 "temperature": TEMPERATURE, "repeats": a.repeats, "dtype": "float32", "rows": rows}
         tmp = Path(a.out).with_suffix(".tmp"); tmp.write_text(json.dumps(meta, indent=1)); os.replace(tmp, a.out)
-        from contrastive_nb.runs import write_provenance
-        write_provenance(a.out, {"script": "benchmarks/losses.py", "arguments": {k: v for k, v in vars(a).items() if k != "out"}})
+        write_provenance(a.out, {"script": "benchmarks/losses.py", "arguments": {k: v for k, v in vars(a).items() if k != "out"}}, env)
         print(f"\nwrote {a.out}")
 
 

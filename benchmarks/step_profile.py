@@ -278,6 +278,8 @@ def main(argv=None):
     ap.add_argument("--throughput-updates", type=int, default=8)
     ap.add_argument("--out", default="nbs/results/bench_step/step_profile.json")
     a = ap.parse_args(argv)
+    from contrastive_nb.runs import run_environment, write_provenance
+    env = run_environment(Path(__file__).parent)  # taken before the measurement writes anything
     devices = a.devices or (["cpu"] + (["cuda"] if torch.cuda.is_available() else []))
     rows, speed, debug = [], [], []
     for dev in devices:
@@ -308,9 +310,8 @@ def main(argv=None):
     out["commit"] = _commit()
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(out, indent=1))
-    from contrastive_nb.runs import write_provenance
     write_provenance(a.out, {"script": "benchmarks/step_profile.py", "arguments": {k: v for k, v in vars(a).items() if k != "out"},
-                             "gpu": out["machine"]["gpu"]})
+                             "gpu": out["machine"]["gpu"]}, env)
     print(json.dumps({"ratios": ratios}, indent=1))
 
 

@@ -126,6 +126,8 @@ def main():
     ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "nbs/results/bench_throughput/throughput.json"),
                     help="where to write the measurements (JSON); '' to skip")
     a = ap.parse_args()
+    from contrastive_nb.runs import run_environment, write_provenance
+    env = run_environment(Path(__file__).parent)  # taken before the measurement writes anything
     devices = a.devices or (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
     rng = np.random.default_rng(0)
     steps_of = lambda d: a.steps or (97 if d.startswith("cuda") else 3)
@@ -157,8 +159,7 @@ def main():
         meta = {"commit": os.environ.get("CNB_COMMIT"), "measured": datetime.date.today().isoformat(), "machine": machine, "batch": a.batch, "steps": a.steps or "per row",
                 "workers": a.workers, "amp": not a.no_amp, "rows": rows}
         tmp = Path(a.out).with_suffix(".tmp"); tmp.write_text(json.dumps(meta, indent=1)); os.replace(tmp, a.out)
-        from contrastive_nb.runs import write_provenance
-        write_provenance(a.out, {"script": "benchmarks/train_throughput.py", "arguments": {k: v for k, v in vars(a).items() if k != "out"}})
+        write_provenance(a.out, {"script": "benchmarks/train_throughput.py", "arguments": {k: v for k, v in vars(a).items() if k != "out"}}, env)
         print(f"\nwrote {a.out}")
 
 

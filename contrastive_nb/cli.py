@@ -194,7 +194,9 @@ def _figures_hook(spec: str | None):
     try:
         fn = getattr(importlib.import_module(module), name, None)
     except ImportError as e:
-        raise ValueError(f"`--figures` {spec!r}: module {module!r} cannot be imported ({e})") from None
+        raise ValueError(
+            f"`--figures` {spec!r}: module {module!r} cannot be imported ({e})"
+        ) from None
     if not callable(fn):
         raise ValueError(f"`--figures` {spec!r}: {module} has no function {name!r}")
     return fn

@@ -432,11 +432,29 @@ def _effect(x: float) -> str:
     return f"{x:.3g}"
 
 
+def _verdict_wording(n, lo, hi, p, q, up, down, alpha, tests, positive, negative) -> str:
+    "The claim's wording for one row of `claim_verdicts` (see the rule above)."
+    if not (n >= 2 and p == p):  # NaN p or n: no test
+        return "not distinguishable here: fewer than 2 pairs, no test" if not n >= 2 else (
+            "not distinguishable here: no test")
+    if up or down:
+        return positive if up else negative
+    if not lo <= hi:
+        return "not distinguishable here: no interval"
+    if lo <= 0 <= hi:
+        return (f"not distinguishable here: effects outside the {1 - alpha:.0%} interval"
+                f" [{lo:+.3g}, {hi:+.3g}] are ruled out")
+    if p < alpha <= q:
+        return (f"not distinguishable here after Holm's adjustment over {tests} comparison"
+                f"{'s' if tests != 1 else ''} (p {_effect(p)}, Holm p {_effect(q)})")
+    return f"not distinguishable here: p {_effect(p)} is not below {_effect(alpha)}"
+
+
 def claim_verdicts(
     table: pd.DataFrame,  # one row per comparison: `n`, `diff`, `t_low`, `t_high`, `p`, `mde`
     positive: str = "reproduced",  # wording when the claim (A beats B) holds
     negative: str = "reversed",  # wording when A is significantly below B
-    alpha: float = 0.05,  # family-wise level of the Holm adjustment over the table's rows
+    alpha: float = 0.05,  # family-wise level of Holm over the rows; the intervals' level is 1 − it
     claim: str = "claim",  # the column that receives the wording
 ) -> pd.DataFrame:  # a copy of `table` with `p_holm`, `verdict` and `claim`
     """Holm-adjusted p-values over the table and the verdict rule: `positive` needs p_holm < alpha
@@ -451,19 +469,14 @@ def claim_verdicts(
     out = table.copy()
     out["p_holm"] = holm(out["p"].to_numpy(dtype=np.float64))
     lo, hi = out["t_low"].to_numpy(dtype=np.float64), out["t_high"].to_numpy(dtype=np.float64)
-    sig = out["p_holm"].to_numpy() < alpha
+    n = out["n"].to_numpy(dtype=np.float64)
+    sig = (out["p_holm"].to_numpy() < alpha) & (n >= 2)
     up, down = sig & (lo > 0), sig & (hi < 0)
     out["verdict"] = np.where(up, "higher", np.where(down, "lower", "not distinguishable here"))
     tests = int(out["p"].notna().sum())
     out[claim] = [
-        positive if u else negative if d
-        else "not distinguishable here: fewer than 2 pairs, no test" if not n >= 2
-        else "not distinguishable here: no interval" if not l <= h
-        else f"not distinguishable here: effects outside [{l:+.3g}, {h:+.3g}] are ruled out"
-        if l <= 0 <= h
-        else f"not distinguishable here after Holm's adjustment over {tests} comparisons (p"
-        f" {_effect(p)}, Holm p {_effect(q)})"
-        for u, d, n, l, h, p, q in zip(up, down, out["n"], lo, hi, out["p"], out["p_holm"])
+        _verdict_wording(*row, alpha, tests, positive, negative)
+        for row in zip(n, lo, hi, out["p"].to_numpy(dtype=np.float64), out["p_holm"], up, down)
     ]
     return out
 

@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -332,16 +333,26 @@ def remove_stale_partials(
 # %% ../nbs/40_runs.ipynb #b2d0e1a2
 def git_commit(
     folder,  # a folder inside a git checkout
-) -> str | None:  # `git describe --always --dirty` there; None outside a checkout or without git
-    "The commit the checkout holding `folder` is at (`-dirty`: with uncommitted changes)."
+) -> str | None:  # e.g. 'abc1234', 'abc1234-dirty.9f2c01de'; None outside a checkout or without git
+    """The commit the checkout holding `folder` is at; with uncommitted changes to tracked files,
+    `-dirty.` and 8 hex digits of the SHA-256 of `git diff HEAD` (two different changes never
+    read alike)."""
+    import hashlib
     import subprocess
 
+    def git(*args):
+        r = subprocess.run(["git", *args], cwd=str(folder), capture_output=True, timeout=60)
+        return r.stdout if r.returncode == 0 else None
+
     try:
-        r = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=str(folder),
-                           capture_output=True, text=True, timeout=60)
+        head = git("describe", "--always", "--dirty")
+        diff = git("diff", "HEAD") if head and head.strip().endswith(b"-dirty") else b""
     except (OSError, subprocess.SubprocessError):
         return None
-    return (r.stdout.strip() or None) if r.returncode == 0 else None
+    if not head or diff is None:
+        return None
+    head = head.decode().strip()
+    return f"{head}.{hashlib.sha256(diff).hexdigest()[:8]}" if diff else head
 
 
 _VERSIONED = ("contrastive_nb", "torch", "torchvision", "numpy", "pandas", "scikit-learn")
@@ -426,6 +437,8 @@ def _execute(
     # no front end renders widgets in a papermill run: explorers show their static figures
     # (explore.has_frontend)
     os.environ.setdefault("CONTRASTIVE_NB_HEADLESS", "1")
+    # where it runs, taken before it runs (a commit made while it runs is not what it executed)
+    env = run_environment(notebook.parent)
     t0, error = time.time(), None
     try:
         with open(work / "log.txt", "w") as log:
@@ -450,7 +463,7 @@ def _execute(
         "error": None if error is None else f"{type(error).__name__}: {error}"[:2000],
         "seconds": round(time.time() - t0, 2),
         "finished": _dt.datetime.now().isoformat(timespec="seconds"),
-        **run_environment(notebook.parent),  # commit, versions, machine (provenance)
+        **env,  # commit, versions, machine (provenance)
     }
     atomic_write_json(work / "status.json", status)
     status["exception"] = error
@@ -1010,41 +1023,99 @@ def sweep_results(
 
 # %% ../nbs/40_runs.ipynb #c3e1f2a2
 def _shown(path) -> str:
-    "A path for provenance: relative to the current folder when inside it, else its name."
+    """A path for provenance: relative to the top of the git checkout holding it, else its name
+    (never a path of this machine)."""
+    import subprocess
+
     p = Path(path).resolve()
     try:
-        return str(p.relative_to(Path.cwd().resolve()))
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=str(p.parent),
+                             capture_output=True, text=True, timeout=60).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        top = ""
+    try:
+        return str(p.relative_to(Path(top).resolve())) if top else p.name
     except ValueError:
         return p.name
 
 
+def _check_sweep_runs(spec: dict, sweep_dir: Path, sweep_file) -> dict:
+    """The run names of a sweep folder that holds exactly the runs of `spec`, all finished ok with
+    its parameters and notebook; their status.json by name. Anything else is refused."""
+    expected = dict(sweep_runs(spec))
+    states = {n: _run_status(sweep_dir / n) for n in expected}
+    bad = [f"{n} ({s or 'not run'})" for n, s in states.items() if s != "ok"]
+    if bad:
+        raise ValueError(
+            f"{len(bad)} of the {len(expected)} runs of {sweep_file} did not finish ok under"
+            f" {sweep_dir}: {', '.join(bad[:4])}{' …' if len(bad) > 4 else ''}; run `contrastive-nb"
+            f" sweep {sweep_file}` again (it runs only what is missing), then publish"
+        )
+    extra = sorted(p.name for p in sweep_dir.iterdir() if p.is_dir() and p.name not in expected
+                   and not p.name.startswith(".") and ".failed-" not in p.name)
+    if extra:
+        raise ValueError(
+            f"{sweep_dir} holds run folders that {sweep_file} does not ask for"
+            f" ({', '.join(extra[:4])}): move them out, so that the published table is this sweep's"
+        )
+    for name, params in expected.items():
+        ran = read_json(sweep_dir / name / "parameters.json")
+        got = {k: v for k, v in ran.get("parameters", {}).items() if k != "out_dir"}
+        want = {k: v for k, v in params.items() if k != "out_dir"}
+        diff = sorted(k for k in set(got) | set(want) if got.get(k, "∅") != want.get(k, "∅"))
+        if diff or Path(str(ran.get("notebook"))).name != Path(spec["notebook"]).name:
+            what = (f"parameter(s) {diff} ({', '.join(f'{k}={got.get(k)!r}' for k in diff[:3])},"
+                    f" the file: {', '.join(f'{k}={want.get(k)!r}' for k in diff[:3])})" if diff
+                    else f"notebook {Path(str(ran.get('notebook'))).name}")
+            raise ValueError(
+                f"run {sweep_dir / name} ran with {what}, not what {sweep_file} asks for: rerun it"
+                " (move it out, then `contrastive-nb sweep`)"
+            )
+    return {n: read_json(sweep_dir / n / "status.json") for n in expected}
+
+
 def _runs_environment(sweep_dir: Path, recorded: list, commit: str | None) -> dict:
-    """The commit, versions and machine the runs recorded in their status.json (one of each, or a
-    refusal); `commit` where they recorded none."""
+    """The commit and versions the runs recorded in their status.json (one each, or a refusal) and
+    their machine (a list where they ran on several); `commit` where they recorded none."""
     seen = {k: {json.dumps(r.get(k), sort_keys=True) for r in recorded} for k in
             ("commit", "versions", "machine")}
-    for k, vals in seen.items():
-        if len(vals) > 1:
+    for k in ("commit", "versions"):
+        if len(seen[k]) > 1:
             raise ValueError(
-                f"the runs under {sweep_dir} recorded {len(vals)} different {k}s"
-                f" ({', '.join(sorted(vals)[:3])}): a published table comes from one code and one"
-                " set-up; rerun the odd runs"
+                f"the runs under {sweep_dir} recorded {len(seen[k])} different {k}"
+                f" ({', '.join(sorted(seen[k])[:3])}): a published table comes from one code and"
+                " one set of packages; rerun the odd runs"
             )
-    env = {k: json.loads(next(iter(v))) for k, v in seen.items()}
+    machines = [json.loads(m) for m in sorted(seen["machine"])]
+    env = {"commit": json.loads(next(iter(seen["commit"]))),
+           "versions": json.loads(next(iter(seen["versions"]))),
+           "machine": machines[0] if len(machines) == 1 else machines}
     if env["commit"] is None:
         if commit is None:
             raise ValueError(
                 f"the runs under {sweep_dir} recorded no commit (made before runs recorded it):"
                 " pass the commit they executed (`commit=` / --commit)"
             )
-        here = run_environment()
-        env.update(commit=commit, versions=here["versions"], machine=here["machine"],
-                   recorded_by="the publishing process: the runs recorded no environment")
+        env.update(commit=commit,
+                   commit_recorded_by="the publisher (`commit`): the runs recorded none")
     elif commit is not None and commit != env["commit"]:
         raise ValueError(
             f"`commit` {commit!r} is not the commit the runs recorded ({env['commit']!r})"
         )
     return env
+
+
+def _figure_names(paths: dict, sweep_dir: Path) -> dict:
+    "The figures a hook returned, checked: plain file names of files it wrote."
+    for name, p in paths.items():
+        if not isinstance(name, str) or Path(name).name != name or name.startswith("."):
+            raise ValueError(
+                f"the `figures` hook returned the name {name!r}: a figure's name must be a plain"
+                " file name (no folder, not hidden)"
+            )
+        if not Path(p).is_file():
+            raise ValueError(f"the `figures` hook returned {name!r} → {p}, which is not a file")
+    return paths
 
 
 def publish_sweep(
@@ -1057,66 +1128,86 @@ def publish_sweep(
 ) -> dict:  # the provenance written
     """Publish a finished sweep into `dest`: `results.parquet`, `summary.csv`, the figures and
     `provenance.json` (sweep, grid, commit, date, versions, machine, each run's seconds)."""
-    spec = load_sweep(sweep_file)
-    sweep_dir = Path(root) / spec["name"]
-    names = [n for n, _ in sweep_runs(spec)]
-    states = {n: _run_status(sweep_dir / n) for n in names}
-    bad = [f"{n} ({s or 'not run'})" for n, s in states.items() if s != "ok"]
-    if bad:
-        raise ValueError(
-            f"{len(bad)} of the {len(names)} runs of {sweep_file} did not finish ok under"
-            f" {sweep_dir}: {', '.join(bad[:4])}{' …' if len(bad) > 4 else ''}; run `contrastive-nb"
-            f" sweep {sweep_file}` again (it runs only what is missing), then publish"
-        )
-    extra = sorted(p.name for p in sweep_dir.iterdir() if p.is_dir() and p.name not in states
-                   and not p.name.startswith(".") and ".failed-" not in p.name)
-    if extra:
-        raise ValueError(
-            f"{sweep_dir} holds run folders that {sweep_file} does not ask for ({', '.join(extra[:4])}):"
-            " move them out, so that the published table is this sweep's"
-        )
-    recorded = {n: read_json(sweep_dir / n / "status.json") for n in names}
-    env = _runs_environment(sweep_dir, list(recorded.values()), commit)
-    paths = sweep_results(sweep_dir, figures=figures)
     import pandas as pd
 
-    res = pd.read_parquet(paths["results.parquet"])
+    spec = load_sweep(sweep_file)
+    sweep_dir = Path(root) / spec["name"]
+    if not sweep_dir.is_dir():
+        raise ValueError(f"{sweep_dir} does not exist: run `contrastive-nb sweep {sweep_file}`")
+    recorded = _check_sweep_runs(spec, sweep_dir, sweep_file)
+    env = _runs_environment(sweep_dir, list(recorded.values()), commit)
+    drawn = {}
+    hook = None if figures is None else (
+        lambda ok, d: drawn.update(_figure_names(figures(ok, d) or {}, d)) or drawn)
+    paths = sweep_results(sweep_dir, figures=hook)
+    files = {n: p for n, p in paths.items() if n != "results.csv"}
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
-    files = {n: p for n, p in paths.items() if n != "results.csv"}
-    for name, p in files.items():
-        tmp = dest / f".{name}.new-{os.getpid()}"
-        shutil.copyfile(p, tmp)
-        os.replace(tmp, dest / name)
-    prov = {
-        "sweep": _shown(sweep_file), "notebook": _shown(spec["notebook"]), "name": spec["name"],
-        "grid": spec["grid"], "parameters": spec["parameters"], "seeds": spec["seeds"],
-        **env, "date": _dt.date.today().isoformat(),
-        "runs": {"total": len(res), "ok": int((res["status"] == "ok").sum()),
-                 "seconds": {n: r.get("seconds") for n, r in recorded.items()}},
-        "files": sorted(files), "note": note,
-    }
-    atomic_write_json(dest / "provenance.json", prov)
+    old = read_json(dest / "provenance.json") if (dest / "provenance.json").exists() else {}
+    stage = Path(tempfile.mkdtemp(prefix=".publish-", dir=dest))
+    try:  # everything is copied before anything in `dest` is replaced
+        for name, p in files.items():
+            shutil.copyfile(p, stage / name)
+        res = pd.read_parquet(stage / "results.parquet")
+        prov = {
+            "sweep": _shown(sweep_file), "notebook": _shown(spec["notebook"]), "name": spec["name"],
+            "grid": spec["grid"], "parameters": spec["parameters"], "seeds": spec["seeds"],
+            **env, "date": _dt.date.today().isoformat(),
+            "runs": {"total": len(res), "ok": int((res["status"] == "ok").sum()),
+                     "seconds": {n: r.get("seconds") for n, r in recorded.items()}},
+            "files": sorted(files),
+            "figures": None if figures is None else
+            f"{getattr(figures, '__module__', '?')}:{getattr(figures, '__qualname__', '?')}",
+            "note": note,
+        }
+        for name in files:
+            os.replace(stage / name, dest / name)
+        # what an earlier publish wrote and this one does not is not left beside it
+        earlier = old.get("files") if isinstance(old.get("files"), list) else []
+        for name in set(earlier) - set(files):
+            if Path(name).name == name:
+                (dest / name).unlink(missing_ok=True)
+        atomic_write_json(dest / "provenance.json", prov)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
     return prov
 
 # %% ../nbs/40_runs.ipynb #c3e1f2a5
+_PROVENANCE_KEYS = ("date", "commit", "versions", "machine")
+
+
 def write_provenance(
     path,  # the file described (it sits in the results folder that gets provenance.json)
-    fields: dict,  # what produced it: the script, its arguments, …
-    environment: dict | None = None,  # commit, versions, machine (default: `run_environment` here)
+    fields: dict,  # what produced it: the script, its arguments, … (not date, commit, versions…)
+    environment: dict | None = None,  # commit, versions, machine (default: `run_environment` now;
+    # pass the one taken when the measurement started)
 ) -> dict:  # the file's entry in provenance.json
     """Record in `provenance.json` beside `path` what produced it, with the date, commit, versions
     and machine; the entries of the folder's other files are kept (one entry per file)."""
+    import hashlib
+
     path = Path(path)
-    prov_path = path.parent / "provenance.json"
-    prov = read_json(prov_path) if prov_path.exists() else {"files": {}}
-    if not isinstance(prov.get("files"), dict):
+    clash = sorted(set(fields) & set(_PROVENANCE_KEYS))
+    if clash:
         raise ValueError(
-            f"{prov_path} is a run's or a sweep's provenance (its `files` is not a mapping of file"
-            " → entry): write this file into a folder of its own"
+            f"`fields` may not set {clash}: the date is today's and the commit, versions and"
+            " machine come from `environment`"
         )
-    entry = {**fields, "date": _dt.date.today().isoformat(),
-             **(environment if environment is not None else run_environment(path.parent))}
-    prov["files"][path.name] = entry
-    atomic_write_json(prov_path, prov)
+    prov_path = path.parent / "provenance.json"
+    lock = Path(tempfile.gettempdir()) / (
+        "contrastive_nb-provenance-"
+        + hashlib.sha256(str(prov_path.resolve()).encode()).hexdigest()[:16] + ".lock"
+    )
+    env = environment if environment is not None else run_environment(path.parent)
+    with _holding(lock, "", wait=True):  # two scripts writing one folder lose no entry
+        prov = read_json(prov_path) if prov_path.exists() else {"files": {}}
+        if not isinstance(prov.get("files"), dict):
+            raise ValueError(
+                f"{prov_path} is a run's or a sweep's provenance (its `files` is not a mapping of"
+                " file → entry): write this file into a folder of its own"
+            )
+        entry = {**fields, "date": _dt.date.today().isoformat(),
+                 **{k: env.get(k) for k in ("commit", "versions", "machine")}}
+        prov["files"][path.name] = entry
+        atomic_write_json(prov_path, prov)
     return entry

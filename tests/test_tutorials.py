@@ -169,7 +169,7 @@ def _check_claims(claims: pd.DataFrame):
         assert r["t_low"] <= r["diff"] + 1e-12 and r["diff"] <= r["t_high"] + 1e-12
         sig = r["p_holm"] < 0.05
         expect = ("agrees" if sig and r["t_low"] > 0 else "disagrees" if sig and r["t_high"] < 0
-                  else f"not distinguishable here: effects outside [{r['t_low']:+.3g}, {r['t_high']:+.3g}] are ruled out"
+                  else f"not distinguishable here: effects outside the 95% interval [{r['t_low']:+.3g}, {r['t_high']:+.3g}] are ruled out"
                   if r["t_low"] <= 0 <= r["t_high"] else "not distinguishable here after Holm's adjustment")
         assert r["verdict"].startswith(expect), (r["claim"], r["verdict"])
         assert r["n"] >= 10 or (np.isnan(r["boot low"]) and np.isnan(r["boot high"])), r["claim"]
