@@ -13,7 +13,7 @@ import pandas as pd
 from .core import check_choice, read_json
 
 # %% auto #0
-__all__ = ['read_result', 'markdown_table', 'show_table', 'results_figure']
+__all__ = ['read_result', 'markdown_table', 'show_table', 'results_figure', 'claims_digest']
 
 # %% ../nbs/41_report.ipynb #3368223c
 def read_result(
@@ -142,3 +142,40 @@ def results_figure(
         legend_title_text=color or "",
     )
     return fig
+
+# %% ../nbs/41_report.ipynb #f1a2b3c2
+def _short_verdict(v: str) -> str:
+    "A verdict without its explanation: 'agrees', 'reproduced', 'not distinguishable here', …"
+    return v.split(":")[0].split(" after ")[0]
+
+
+def claims_digest(
+    claims: pd.DataFrame,  # a claims table: `claim`, `diff`, `t_low`, `t_high`, verdict (, `metric`)
+    groups: dict,  # heading → the claim prefix (or list of prefixes) selecting its rows
+    verdict: str = "verdict",  # the column holding each row's wording
+) -> str:  # Markdown: one bullet per group, its verdicts counted, then each row
+    """A generated reading of a claims table: per group, how many rows got each verdict, and every
+    row's `diff` [`t_low`, `t_high`] with its verdict; a group that selects no row says so."""
+    missing = [c for c in ("claim", "diff", "t_low", "t_high", verdict) if c not in claims.columns]
+    if missing:
+        raise ValueError(f"`claims` has no column(s) {missing}; columns: {list(claims.columns)}")
+    lines = []
+    for heading, prefixes in groups.items():
+        prefixes = [prefixes] if isinstance(prefixes, str) else list(prefixes)
+        rows = claims[[any(str(c).startswith(p) for p in prefixes) for c in claims["claim"]]]
+        if rows.empty:  # e.g. a run whose grid leaves that comparison out
+            lines.append(f"* **{heading}**: no comparison in this run.")
+            continue
+        counts = rows[verdict].map(_short_verdict).value_counts()
+        each = [
+            f"{r['claim']}{f' ({r.metric})' if 'metric' in rows else ''}: {r['diff']:+.3f}"
+            + ("" if pd.isna(r["t_low"]) else f" [{r['t_low']:+.3f}, {r['t_high']:+.3f}]")
+            + f", {_short_verdict(r[verdict])}"
+            for _, r in rows.iterrows()
+        ]
+        lines.append(
+            f"* **{heading}** ({len(rows)} comparison{'s' if len(rows) != 1 else ''}: "
+            + ", ".join(f"{k} {v}" for k, v in counts.items()) + "). "
+            + "; ".join(each) + "."
+        )
+    return "\n".join(lines)
