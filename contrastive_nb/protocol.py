@@ -707,7 +707,7 @@ def accuracy_compute_figure(
         fig.savefig(path, dpi=110)
     return fig, path
 
-
+# %% ../nbs/08_protocol.ipynb #a1c0f7e5
 def sweep_figures(
     ok: pd.DataFrame,  # the runs that finished ok (results.parquet rows)
     folder,  # where the figures are written

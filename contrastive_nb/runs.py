@@ -354,7 +354,7 @@ def git_commit(
     head = head.decode().strip()
     return f"{head}.{hashlib.sha256(diff).hexdigest()[:8]}" if diff else head
 
-
+# %% ../nbs/40_runs.ipynb #b2d0e1a4
 _VERSIONED = ("contrastive_nb", "torch", "torchvision", "numpy", "pandas", "scikit-learn")
 
 

@@ -40,7 +40,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -248,14 +247,13 @@ def stage_results(run: Path, dest: Path, notebook: Path, root: Path) -> tuple[Pa
     os.chmod(tmp, 0o755)
     for f in files:
         shutil.copyfile(f, tmp / f.name)
-    try:
-        commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=root, capture_output=True,
-                                text=True).stdout.strip() or None
-    except OSError:
-        commit = None
+    from contrastive_nb.runs import git_commit
+    # where the run ran, as it recorded it before running (commit, versions, machine); else the checkout now
+    status = json.loads((run / "status.json").read_text()) if (run / "status.json").exists() else {}
+    env = {k: status[k] for k in ("commit", "versions", "machine") if k in status} or {"commit": git_commit(root)}
     params = json.loads((run / "parameters.json").read_text()).get("parameters", {}) if (run / "parameters.json").exists() else {}
-    prov = {"notebook": str(notebook.relative_to(root)), "parameters": params, "commit": commit,
-            "date": _dt.date.today().isoformat(), "files": [f.name for f in files],
+    prov = {"notebook": str(notebook.relative_to(root)), "parameters": params, **env,
+            "date": _dt.date.today().isoformat(), "seconds": status.get("seconds"), "files": [f.name for f in files],
             "left_out_over_1MiB": [f.name for f in skipped_big]}
     (tmp / "provenance.json").write_text(json.dumps(prov, indent=1) + "\n")
     return tmp, [f.name for f in files]
