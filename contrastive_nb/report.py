@@ -145,8 +145,10 @@ def results_figure(
 
 # %% ../nbs/41_report.ipynb #f1a2b3c2
 def _short_verdict(v: str) -> str:
-    "A verdict without its explanation: 'agrees', 'reproduced', 'not distinguishable here', …"
-    return v.split(":")[0].split(" after ")[0]
+    """A verdict without its explanation: 'agrees', 'reproduced', 'not distinguishable here', …; a
+    difference that passed alone but not after Holm's adjustment keeps the mark '(after Holm)'."""
+    short = v.split(":")[0].split(" after ")[0]
+    return short + " (after Holm)" if " after Holm" in v else short
 
 
 def claims_digest(
@@ -155,16 +157,26 @@ def claims_digest(
     verdict: str = "verdict",  # the column holding each row's wording
 ) -> str:  # Markdown: one bullet per group, its verdicts counted, then each row
     """A generated reading of a claims table: per group, how many rows got each verdict, and every
-    row's `diff` [`t_low`, `t_high`] with its verdict; a group that selects no row says so."""
+    row's `diff` [`t_low`, `t_high`] with its verdict; rows no group selects come last, under
+    "Other comparisons", and a group that selects no row says so."""
     missing = [c for c in ("claim", "diff", "t_low", "t_high", verdict) if c not in claims.columns]
     if missing:
         raise ValueError(f"`claims` has no column(s) {missing}; columns: {list(claims.columns)}")
+    sel = {h: [any(str(c).startswith(p) for p in ([ps] if isinstance(ps, str) else list(ps)))
+               for c in claims["claim"]] for h, ps in groups.items()}
+    hits = pd.DataFrame(sel, index=claims.index).sum(axis=1) if sel else pd.Series(0, claims.index)
+    if (hits > 1).any():
+        raise ValueError(
+            f"claim(s) {sorted(set(claims.loc[hits > 1, 'claim']))[:3]} fall in two groups: make the"
+            " groups' prefixes disjoint"
+        )
+    sel["Other comparisons"] = (hits == 0).tolist()
     lines = []
-    for heading, prefixes in groups.items():
-        prefixes = [prefixes] if isinstance(prefixes, str) else list(prefixes)
-        rows = claims[[any(str(c).startswith(p) for p in prefixes) for c in claims["claim"]]]
-        if rows.empty:  # e.g. a run whose grid leaves that comparison out
-            lines.append(f"* **{heading}**: no comparison in this run.")
+    for heading, mask in sel.items():
+        rows = claims[mask]
+        if rows.empty:
+            if heading != "Other comparisons":  # e.g. a run whose grid leaves them out
+                lines.append(f"* **{heading}**: no comparison in this run.")
             continue
         counts = rows[verdict].map(_short_verdict).value_counts()
         each = [
