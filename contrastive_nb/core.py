@@ -19,8 +19,8 @@ import torch
 
 # %% auto #0
 __all__ = ['check_choice', 'check_range', 'check_int', 'check_config', 'embedding_matrix', 'label_vector', 'seed_everything',
-           'get_device', 'batched_inference', 'atomic_write_bytes', 'atomic_write_text', 'atomic_write_json',
-           'atomic_write_parquet', 'read_json', 'file_sha256', 'new_run_dir']
+           'get_device', 'torch_threads_kept', 'batched_inference', 'atomic_write_bytes', 'atomic_write_text',
+           'atomic_write_json', 'atomic_write_parquet', 'read_json', 'file_sha256', 'new_run_dir']
 
 # %% ../nbs/00_core.ipynb #4de1845f
 def check_choice(
@@ -205,6 +205,19 @@ def get_device(
             )
         return torch.device(d)
     raise ValueError(f"`device` must be 'auto', 'cpu', 'cuda' or 'cuda:N'; got {device!r}")
+
+# %% ../nbs/00_core.ipynb #c0e1d2f2
+class torch_threads_kept:
+    """Context manager: torch's CPU thread count after the block is the one before it, whatever the
+    block (numba, OpenMP libraries) set."""
+
+    def __enter__(self):
+        self.threads = torch.get_num_threads()
+        return self
+
+    def __exit__(self, *exc):
+        torch.set_num_threads(self.threads)
+        return False
 
 # %% ../nbs/00_core.ipynb #fc58ad20
 @torch.no_grad()

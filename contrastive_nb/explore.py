@@ -24,6 +24,7 @@ from contrastive_nb.core import (
     check_choice,
     check_int,
     embedding_matrix,
+    torch_threads_kept,
 )
 from .evaluate import table_embeddings
 
@@ -113,6 +114,11 @@ def _version(pkg):
 
 
 def _project_uncached(z, method, seed, pca_dims, params):
+    with torch_threads_kept():  # openTSNE and numba (UMAP) would leave torch on every core
+        return _project_unguarded(z, method, seed, pca_dims, params)
+
+
+def _project_unguarded(z, method, seed, pca_dims, params):
     from sklearn.decomposition import PCA
 
     n, d = z.shape

@@ -111,6 +111,13 @@ _SAVE_LIMIT_ELEMS = 1 << 28  # largest n × n kept by the saved path (1 GiB in f
 _MIN_SAVED_TAU = 0.025
 
 
+def _rows(t: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    """Rows `t[idx]` for an integer index tensor of any shape, through `index_select`: its gradient
+    (index_add) sums repeated rows in a fixed order, while `t[idx]`'s (index_put with accumulate)
+    does not on a multi-threaded CPU, so two runs of one update could differ in the last bits."""
+    return t.index_select(0, idx.reshape(-1)).reshape(*idx.shape, *t.shape[1:])
+
+
 def _block_rows(n: int) -> int:
     return max(1, min(n, _BLOCK_ELEMS // max(n, 1)))
 
@@ -278,7 +285,7 @@ def supcon(
             class_sum = torch.zeros(
                 int(y.max()) + 1, u.shape[1], dtype=u.dtype, device=u.device
             ).index_add_(0, y, u)
-            pos_sum = ((u * class_sum[y]).sum(1) - (u * u).sum(1)) / temperature
+            pos_sum = ((u * _rows(class_sum, y)).sum(1) - (u * u).sum(1)) / temperature
             loss = (lse_all - pos_sum / n_pos.clamp(min=1))[has_pos].mean()
         else:
             lse_all, lse_pos = _SimLogSumExp.apply(u, temperature, y)
@@ -486,7 +493,7 @@ def css_loss(
         # padding (−1) reads a zero row
         uo_pad = torch.cat([uo, uo.new_zeros(1, uo.shape[1])])
         # (N, P, h), (N, Q, h)
-        up, uq = uo_pad[P.masked_fill(P < 0, m)], uo_pad[Q.masked_fill(Q < 0, m)]
+        up, uq = _rows(uo_pad, P.masked_fill(P < 0, m)), _rows(uo_pad, Q.masked_fill(Q < 0, m))
         s_lab, others, same = _labeled_sims(u, y, temperature)
         s_pos = torch.einsum("nh,nph->np", u, up) / temperature
         s_neg = torch.einsum("nh,nqh->nq", u, uq) / temperature

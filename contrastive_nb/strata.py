@@ -20,6 +20,7 @@ from contrastive_nb.core import (
     check_range,
     embedding_matrix,
     label_vector,
+    torch_threads_kept,
 )
 
 
@@ -174,9 +175,10 @@ def recover_strata(
     if reduce == "umap":
         import umap
 
-        feats = umap.UMAP(
-            n_components=umap_dims, metric="cosine", random_state=seed, n_jobs=1
-        ).fit_transform(u)
+        with torch_threads_kept():  # numba would leave torch on every core
+            feats = umap.UMAP(
+                n_components=umap_dims, metric="cosine", random_state=seed, n_jobs=1
+            ).fit_transform(u)
     elif reduce == "pca":
         from sklearn.decomposition import PCA
 
