@@ -152,7 +152,7 @@ def _short_verdict(v: str) -> str:
 
 
 def claims_digest(
-    claims: pd.DataFrame,  # a claims table: `claim`, `diff`, `t_low`, `t_high`, verdict (, `metric`)
+    claims: pd.DataFrame,  # a claims table: `claim`, `diff`, `t_low`, `t_high`, verdict, `metric`?
     groups: dict,  # heading → the claim prefix (or list of prefixes) selecting its rows
     verdict: str = "verdict",  # the column holding each row's wording
 ) -> str:  # Markdown: one bullet per group, its verdicts counted, then each row
@@ -167,8 +167,8 @@ def claims_digest(
     hits = pd.DataFrame(sel, index=claims.index).sum(axis=1) if sel else pd.Series(0, claims.index)
     if (hits > 1).any():
         raise ValueError(
-            f"claim(s) {sorted(set(claims.loc[hits > 1, 'claim']))[:3]} fall in two groups: make the"
-            " groups' prefixes disjoint"
+            f"claim(s) {sorted(set(claims.loc[hits > 1, 'claim']))[:3]} fall in two groups: make"
+            " the groups' prefixes disjoint"
         )
     sel["Other comparisons"] = (hits == 0).tolist()
     lines = []
