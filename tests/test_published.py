@@ -44,6 +44,15 @@ def test_every_results_folder_has_provenance(folder):
     assert str(ROOT).lstrip("/") not in text and "/home/" not in text, "a path of the machine that wrote it"
 
 
+def test_the_architecture_page_lists_every_published_folder():
+    "The map is the truth: a results folder published after the page ran must send the page to be re-executed."
+    nb = json.loads((ROOT / "nbs" / "architecture.ipynb").read_text())
+    shown = "".join("".join(o.get("data", {}).get("text/markdown", "")) + "".join(o.get("text", ""))
+                    for c in nb["cells"] for o in c.get("outputs", []))
+    missing = [f.name for f in FOLDERS if f"`{f.name}/`" not in shown]
+    assert not missing, f"nbs/architecture.ipynb does not list {missing}: run `make notebooks NB=nbs/architecture.ipynb`"
+
+
 @pytest.mark.parametrize("table", CLAIMS, ids=lambda p: p.parent.name)
 def test_claims_tables_carry_the_statistics_and_the_rules_verdicts(table):
     claims = pd.read_parquet(table)
