@@ -9,7 +9,7 @@ buffer bit for bit. Writes JSON to `--out` (default `nbs/results/bench_step/cuda
 """
 from __future__ import annotations
 
-import argparse, dataclasses, datetime, json, os, tempfile, warnings
+import argparse, dataclasses, datetime, json, tempfile, warnings
 from pathlib import Path
 
 import torch
@@ -59,7 +59,7 @@ def main(argv=None):
     warnings.simplefilter("ignore")
     out = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-           "commit": os.environ.get("CNB_COMMIT"), "checks": {}}
+           "commit": env["commit"], "checks": {}}
     for name, rt in {"default (TF32, cudnn.benchmark, channels-last)": RuntimeOptions(),
                      "deterministic=True": RuntimeOptions(deterministic=True),
                      "compile=True": RuntimeOptions(compile=True)}.items():

@@ -68,13 +68,14 @@ def main(argv=None):
             ap.error("with --skip-test pass --out: the default file holds the full measurement the README reads")
         a.out = str(ROOT / "nbs" / "results" / "first_hour" / "timings.json")
     sys.path.insert(0, str(ROOT))
-    from contrastive_nb.runs import write_provenance
+    from contrastive_nb.runs import git_commit, write_provenance
 
     work = Path(tempfile.mkdtemp(prefix="first-hour-"))
     clone = work / "clone"
     subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(clone)], check=True)
-    head = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=clone, capture_output=True, text=True,
-                          check=True).stdout.strip()  # the commit measured, taken before anything runs in the clone
+    head = git_commit(clone)  # the commit measured, taken before anything runs in the clone
+    if head is None:
+        sys.exit(f"git could not name the commit of the clone {clone}")
     before = already_here()
     steps = [("setup", ["make", "setup"]), ("run", ["make", "run"])] + ([] if a.skip_test else [("test", ["make", "test"])])
     out = {"what": "a fresh clone: make setup, then make run, then make test (the README's order)",

@@ -307,24 +307,12 @@ def main(argv=None):
         "profile": rows, "ops_ratio_max_over_min_batch": ratios, "throughput": speed,
         "cuda_sync_debug": debug,
     }
-    out["commit"] = _commit()
+    out["commit"] = env["commit"]  # $CNB_COMMIT where set (a copy of the tree without its git history)
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(out, indent=1))
     write_provenance(a.out, {"script": "benchmarks/step_profile.py", "arguments": {k: v for k, v in vars(a).items() if k != "out"},
                              "gpu": out["machine"]["gpu"]}, env)
     print(json.dumps({"ratios": ratios}, indent=1))
-
-
-def _commit():
-    "The code's commit: $CNB_COMMIT where set (a copy of the tree without its git history), else git's HEAD."
-    if os.environ.get("CNB_COMMIT"):
-        return os.environ["CNB_COMMIT"]
-    try:
-        import subprocess
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except Exception:
-        return None
 
 
 if __name__ == "__main__":

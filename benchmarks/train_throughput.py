@@ -156,7 +156,7 @@ def main():
                       f"{r['fwd_bwd_s'] or float('nan'):.3f} | {f'{ratio:.2f}x' if name.startswith('contrastive') else ''} |", flush=True)
     if a.out:
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-        meta = {"commit": os.environ.get("CNB_COMMIT"), "measured": datetime.date.today().isoformat(), "machine": machine, "batch": a.batch, "steps": a.steps or "per row",
+        meta = {"commit": env["commit"], "measured": datetime.date.today().isoformat(), "machine": machine, "batch": a.batch, "steps": a.steps or "per row",
                 "workers": a.workers, "amp": not a.no_amp, "rows": rows}
         tmp = Path(a.out).with_suffix(".tmp"); tmp.write_text(json.dumps(meta, indent=1)); os.replace(tmp, a.out)
         write_provenance(a.out, {"script": "benchmarks/train_throughput.py", "arguments": {k: v for k, v in vars(a).items() if k != "out"}}, env)

@@ -331,6 +331,17 @@ def remove_stale_partials(
     return removed
 
 # %% ../nbs/40_runs.ipynb #b2d0e1a2
+def _git(folder, *args) -> bytes | None:
+    "What `git ARGS` prints in `folder`; None where git is missing, fails or `folder` is in no checkout."
+    import subprocess
+
+    try:
+        r = subprocess.run(["git", *args], cwd=str(folder), capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return r.stdout if r.returncode == 0 else None
+
+
 def git_commit(
     folder,  # a folder inside a git checkout
 ) -> str | None:  # e.g. 'abc1234', 'abc1234-dirty.9f2c01de'; None outside a checkout or without git
@@ -338,17 +349,9 @@ def git_commit(
     `-dirty.` and 8 hex digits of the SHA-256 of `git diff HEAD` (two different changes never
     read alike)."""
     import hashlib
-    import subprocess
 
-    def git(*args):
-        r = subprocess.run(["git", *args], cwd=str(folder), capture_output=True, timeout=60)
-        return r.stdout if r.returncode == 0 else None
-
-    try:
-        head = git("describe", "--always", "--dirty")
-        diff = git("diff", "HEAD") if head and head.strip().endswith(b"-dirty") else b""
-    except (OSError, subprocess.SubprocessError):
-        return None
+    head = _git(folder, "describe", "--always", "--dirty")
+    diff = _git(folder, "diff", "HEAD") if head and head.strip().endswith(b"-dirty") else b""
     if not head or diff is None:
         return None
     head = head.decode().strip()
@@ -361,8 +364,10 @@ _VERSIONED = ("contrastive_nb", "torch", "torchvision", "numpy", "pandas", "scik
 def run_environment(
     folder=".",  # the folder whose checkout's commit is recorded (a run: its notebook's)
 ) -> dict:  # {'commit', 'versions', 'machine'}
-    """Where code runs, for provenance: the commit of `folder`'s checkout, the versions of Python
-    and the packages (from their metadata: nothing is imported), the system, CPU model and count."""
+    """Where code runs, for provenance: the commit (`$CNB_COMMIT` where set, for a copy of the tree
+    whose git history is absent or stale, such as a device machine's; else `git_commit(folder)`),
+    the versions of Python and the packages (from their metadata: nothing is imported), the
+    system, CPU model and count."""
     import importlib.metadata as md
     import platform
 
@@ -378,7 +383,7 @@ def run_environment(
                  info.read_text(errors="replace").splitlines() if line.startswith("model name")]
         cpu = names[0] if names else cpu
     return {
-        "commit": git_commit(folder),
+        "commit": os.environ.get("CNB_COMMIT") or git_commit(folder),
         "versions": {"python": platform.python_version(), **{p: version(p) for p in _VERSIONED}},
         "machine": {"system": platform.system(), "arch": platform.machine(), "cpu": cpu,
                     "cpu_count": os.cpu_count()},
@@ -1025,14 +1030,8 @@ def sweep_results(
 def _shown(path) -> str:
     """A path for provenance: relative to the top of the git checkout holding it, else its name
     (never a path of this machine)."""
-    import subprocess
-
     p = Path(path).resolve()
-    try:
-        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=str(p.parent),
-                             capture_output=True, text=True, timeout=60).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        top = ""
+    top = (_git(p.parent, "rev-parse", "--show-toplevel") or b"").decode().strip()
     try:
         return str(p.relative_to(Path(top).resolve())) if top else p.name
     except ValueError:
