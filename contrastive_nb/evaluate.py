@@ -434,9 +434,10 @@ def _effect(x: float) -> str:
 
 def _verdict_wording(n, lo, hi, p, q, up, down, alpha, tests, positive, negative) -> str:
     "The claim's wording for one row of `claim_verdicts` (see the rule above)."
-    if not (n >= 2 and p == p):  # NaN p or n: no test
-        return "not distinguishable here: fewer than 2 pairs, no test" if not n >= 2 else (
-            "not distinguishable here: no test")
+    if not n >= 2:  # a NaN n too
+        return "not distinguishable here: fewer than 2 pairs, no test"
+    if p != p:  # NaN p
+        return "not distinguishable here: no test"
     if up or down:
         return positive if up else negative
     if not lo <= hi:
