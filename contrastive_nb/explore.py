@@ -233,12 +233,14 @@ def knn_indices(
     queries=None,  # row indices to query; None: every row
     exclude_self: bool = True,  # leave each query out of its own list
     block_elems: int = 2**25,  # similarity entries computed at once (bounds memory)
-    unit: bool = False,  # `z` is already `unit_rows(z)` (a float32 tensor of unit rows): used as it is
+    unit: bool = False,  # `z` is `unit_rows(z)` already (float32 unit rows): used as it is
 ) -> tuple[np.ndarray, np.ndarray]:  # (indices (m, k), similarities (m, k)), most similar first
     """Indices `(m, k)` and cosine similarities of each query's k nearest rows of `z` (queries: row
     indices, default all)."""
     if unit and not (isinstance(z, torch.Tensor) and z.ndim == 2 and z.dtype == torch.float32):
-        raise ValueError("`unit=True` needs `z` from `unit_rows` (a 2-D float32 tensor of unit rows)")
+        raise ValueError(
+            "`unit=True` needs `z` from `unit_rows` (a 2-D float32 tensor of unit rows)"
+        )
     zt = z if unit else unit_rows(z)
     n = len(zt)
     q = np.arange(n) if queries is None else np.atleast_1d(np.asarray(queries))

@@ -188,17 +188,16 @@ def hover_text(
     """Short hover labels for `rows`: up to `n_columns` of `columns` as `name=value`, then the
     start of the `text` column; names and values HTML-escaped."""
     rows = np.asarray(rows, np.int64)
-    parts = [
-        table[c].iloc[rows].astype(str).map(html.escape).radd(f"{html.escape(str(c))}=")
-        for c in list(columns)[:n_columns]
-    ]
+    # a missing value (None, NaN, pd.NA) shows as 'nan'
+    cells = {c: table[c].iloc[rows].astype(str).fillna("nan") for c in list(columns)[:n_columns]}
+    parts = [v.map(html.escape).radd(f"{html.escape(str(c))}=") for c, v in cells.items()]
     s = (
         parts[0].str.cat(parts[1:], sep=" · ")
         if parts
         else pd.Series([""] * len(rows), dtype=object)
     )
     if text is not None:
-        snippet = table[text].iloc[rows].astype(str).str.slice(0, 80).map(html.escape)
+        snippet = table[text].iloc[rows].astype(str).fillna("nan").str.slice(0, 80).map(html.escape)
         s = (s + "<br>" + snippet) if parts else snippet
     return s.to_numpy(dtype=object)
 
