@@ -369,6 +369,7 @@ class Explorer(ExplorerState, _WidgetOrStatic):
                 " audit.audit_panel([...])"
             )
         self.panels, self._panel_results, self._widget = list(panels), None, None
+        self.panel_results()  # now: a panel may add a column to colour by
 
     def panel_results(self) -> list[tuple[str, object]]:  # `(title, content)` per panel
         """Each panel's `(title, content)`, computed on first use; a panel that raises gives
