@@ -328,7 +328,8 @@ def drive_view(page, view, n, seed, n_hovers=10, n_drags=10, n_clicks=10):
         page.evaluate(EX_TIMING_JS, hover_sel)
         page.mouse.move(x, y, steps=1)
         try:
-            page.wait_for_function(f"() => {{ const h = {API}.get('hoveredPoint'); return h !== undefined && h !== null && h >= 0 &&"
+            page.wait_for_function(f"() => {{ const h = {API}.get('hoveredPoint'); return window.__cnbT.panel > 0 &&"
+                                   f" h !== undefined && h !== null && h >= 0 &&"
                                    f" document.querySelector('{hover_sel}').innerText.includes('item ' + h + '\\n'); }}",
                                    timeout=10_000, polling=20)
             t = page.evaluate("window.__cnbT")
@@ -352,7 +353,7 @@ def drive_view(page, view, n, seed, n_hovers=10, n_drags=10, n_clicks=10):
         try:
             page.wait_for_function(f"() => {{ const k = {API}.get('selectedPoints').length; const el ="
                                    f" document.querySelector('{counts} .cnb-count-total');"
-                                   f" return k > 0 && !!el && el.innerText.trim() === k + ' selected'; }}",
+                                   f" return window.__cnbT.panel > 0 && k > 0 && !!el && el.innerText.trim() === k + ' selected'; }}",
                                    timeout=30_000, polling=20)
             t = page.evaluate("window.__cnbT")
             sels.append({"rows": page.evaluate(f"{API}.get('selectedPoints').length"),
@@ -366,9 +367,12 @@ def drive_view(page, view, n, seed, n_hovers=10, n_drags=10, n_clicks=10):
     for k in rng.choice(len(alone), n_clicks, replace=False):
         x, y, _ = alone[k]
         page.evaluate(EX_TIMING_JS, nbrs)
+        before = page.evaluate(f"{API}.get('selectedPoints')")
+        prev = before[0] if len(before) == 1 else -1         # a click on a new point: its panel changes
         page.mouse.click(x, y)
         try:
-            page.wait_for_function(f"() => {{ const s = {API}.get('selectedPoints'); return s.length === 1 &&"
+            page.wait_for_function(f"() => {{ const s = {API}.get('selectedPoints'); return window.__cnbT.panel > 0 &&"
+                                   f" s.length === 1 && s[0] !== {prev} &&"
                                    f" document.querySelector('{nbrs}').innerText.startsWith('row ' + s[0] + ':'); }}",
                                    timeout=30_000, polling=20)
             t = page.evaluate("window.__cnbT")
