@@ -253,7 +253,22 @@ class _StateQueries:
     @property
     def selection(self) -> pd.DataFrame:
         "The selected rows of the table (embedding column left out)."
-        return self.table.drop(columns="embedding").iloc[self.selected]
+        return self.table.iloc[self.selected].drop(columns="embedding")
+
+    def _totals(self, c):
+        "Column `c`'s counts over the whole table, checked and counted once."
+        if c not in self._total_counts:
+            check_one_value_per_row(self.table[c], f"`{c}`")
+            self._total_counts[c] = self.table[c].value_counts()
+        return self._total_counts[c]
+
+    def shown_columns(self) -> list[str]:  # column names, in table order
+        """The columns that vary between rows ('x', 'y' left out): what a table of rows shows; found
+        once per set of columns."""
+        key = tuple(self.table.columns)
+        if self._shown_columns[0] != key:
+            self._shown_columns = key, varying_columns(self.table, ("x", "y"))
+        return self._shown_columns[1]
 
     def counts(self, by=None) -> pd.DataFrame:
         """Counts of the selection per class (and per group column, if the table has one) with the
@@ -261,14 +276,10 @@ class _StateQueries:
         by = [c for c in by or ["label", "group"] if c in self.table]
         out = []
         for c in by:
-            check_one_value_per_row(self.table[c], f"`{c}`")
-            s = self.table[c].iloc[self.selected].value_counts().rename("selected")
-            df = (
-                pd.concat([s, self.table[c].value_counts().rename("total")], axis=1)
-                .fillna(0)
-                .astype(int)
-            )
-            df = df[df["selected"] > 0].sort_values("selected", ascending=False)
+            total = self._totals(c)
+            df = self.table[c].iloc[self.selected].value_counts().rename("selected").to_frame()
+            df["total"] = total.reindex(df.index).to_numpy().astype(int)
+            df = df[df["selected"] > 0].sort_values("selected", ascending=False, kind="stable")
             df["share"] = (df["selected"] / df["total"]).round(3)
             df.index = [f"{c}={v}" for v in df.index]
             out.append(df)
@@ -288,7 +299,7 @@ class _StateQueries:
         if self._knn[0] != key:
             self._knn = key, knn_indices(self.unit_z, key[1], queries=[key[0]], unit=True)
         idx, sim = self._knn[1]
-        out = self.table.drop(columns="embedding").iloc[idx[0]].copy()
+        out = self.table.iloc[idx[0]].drop(columns="embedding")
         out.insert(0, "cosine", sim[0])
         out.insert(0, "row", idx[0])
         return out
@@ -389,6 +400,7 @@ class ExplorerState(_StateQueries):
         self.text, self.images, self.title, self.marker_size = text, images, title, marker_size
         self.categorical = {"label"} if categorical is None else set(categorical)
         self._unit_z, self._knn = None, (None, None)
+        self._total_counts, self._shown_columns = {}, (None, None)
         skip = (text, "x", "y", images if isinstance(images, str) else None)
         self.hover_columns = (
             list(hover_columns)

@@ -107,9 +107,7 @@ def neighbours_html(
     """The neighbour panel: the k nearest rows to `row`, with thumbnails if the state has images,
     constant columns left out."""
     nb = state.neighbours(row)
-    keep = ["row", "cosine"] + [
-        c for c in varying_columns(state.table, ("x", "y")) if c in nb.columns
-    ]
+    keep = ["row", "cosine"] + [c for c in state.shown_columns() if c in nb.columns]
     nb = nb[keep]
     if state.images is not None:
         nb.insert(0, "image", [_png_tag(thumbnail_png(state.image(r), 32), 32) for r in nb["row"]])
@@ -183,6 +181,13 @@ def _viridis(t: float) -> str:
     return f"#{int(r * 255):02x}{int(g * 255):02x}{int(b * 255):02x}"
 
 # %% ../nbs/30c_explore_view.ipynb #acd4c279
+def _ring_radius(state) -> float:
+    "1.2% of the layout's extent, measured once per state (a click does not rescan 1M points)."
+    if getattr(state, "_ring_r", None) is None:
+        state._ring_r = 0.012 * float(np.ptp(state.xy, axis=0).max() or 1.0)
+    return state._ring_r
+
+
 def ring_annotations(
     state,  # an `ExplorerState`
     radius: float | None = None,  # ring radius in layout units; None: from the layout's extent
@@ -191,7 +196,7 @@ def ring_annotations(
     neighbours, a red one on a linked item. An overlay, not a selection: it never touches what
     the user lassoed."""
     xy = state.xy
-    radius = radius or 0.012 * float(np.ptp(xy, axis=0).max() or 1.0)
+    radius = radius or _ring_radius(state)
     t = np.linspace(0, 2 * np.pi, 17)
     circle = np.c_[np.cos(t), np.sin(t)] * radius
     rings = (
@@ -449,7 +454,7 @@ def legend_html(
     view: StateScatter,  # a `StateScatter`
 ) -> str:  # HTML
     """The colour key of a view: a swatch and the (escaped) name of each category it draws, in
-    natural order."""
+    natural order, then the colour plan's note (reused colours, 'other')."""
     items = sorted(
         view.encoding["colors"].items(),
         key=lambda kv: (
@@ -457,13 +462,14 @@ def legend_html(
             _natural_key(kv[0]),
         ),
     )
+    note = view.state.plan["note"]
     return "".join(
         "<span class='cnb-legend-item' style='display:inline-block;margin:0 14px 2px 0'><span"
         " style='display:inline-block;"
         f"width:10px;height:10px;border-radius:5px;background:{c};margin-right:5px'></span>"
         f"{html.escape(name)}</span>"
         for name, c in items
-    )
+    ) + (f"<div class='cnb-legend-note'><i>{html.escape(note)}</i></div>" if note else "")
 
 
 def drag_mode(
