@@ -303,6 +303,15 @@ def browser_run(args, n):
     return res
 
 
+IDLE_JS = "() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
+
+
+def idle(page):
+    "Two animation frames: the page has finished drawing what the last action asked for (a redraw, rings)."
+    page.evaluate(IDLE_JS)
+    time.sleep(0.05)
+
+
 def _near(pts, target, rng):
     "A position 1-5 px from the sampled point nearest `target`, and that point."
     k = int(np.argmin(((pts[:, :2] - target) ** 2).sum(1)))
@@ -325,6 +334,7 @@ def drive_view(page, view, n, seed, n_hovers=10, n_drags=10, n_clicks=10):
     hovers = []
     for k in rng.choice(len(inner), n_hovers, replace=False):
         x, y, _ = inner[k]
+        idle(page)
         page.evaluate(EX_TIMING_JS, hover_sel)
         page.mouse.move(x, y, steps=1)
         try:
@@ -346,6 +356,7 @@ def drive_view(page, view, n, seed, n_hovers=10, n_drags=10, n_clicks=10):
         end = _near(inner, p + np.r_[w, h] * f * rng.choice([-1, 1], 2), rng)
         path = [start, (start + end) / 2 + np.r_[-(end - start)[1], (end - start)[0]] * 0.6, end]
         path = [np.clip(q, [left + 6, top + 6], [left + w - 6, top + h - 6]) for q in path]
+        idle(page)
         page.evaluate(EX_TIMING_JS, counts)
         import test_explorer_browser as T
         T.drag(page, path, steps=4)
@@ -360,12 +371,13 @@ def drive_view(page, view, n, seed, n_hovers=10, n_drags=10, n_clicks=10):
                          "mouseup_to_panel_s": (t["panel"] - t["up"]) / 1000})
         except Exception:
             sels.append({"rows": page.evaluate(f"{API}.get('selectedPoints').length"), "mouseup_to_panel_s": None})
-    clicks = []
+    clicks, failed = [], []
     from scipy.spatial import cKDTree
     d, _ = cKDTree(inner[:, :2]).query(inner[:, :2], k=2)
     alone = inner[d[:, 1] > 1.5] if (d[:, 1] > 1.5).sum() >= n_clicks else inner
     for k in rng.choice(len(alone), n_clicks, replace=False):
         x, y, _ = alone[k]
+        idle(page)
         page.evaluate(EX_TIMING_JS, nbrs)
         before = page.evaluate(f"{API}.get('selectedPoints')")
         prev = before[0] if len(before) == 1 else -1         # a click on a new point: its panel changes
@@ -379,6 +391,9 @@ def drive_view(page, view, n, seed, n_hovers=10, n_drags=10, n_clicks=10):
             clicks.append((t["panel"] - t["up"]) / 1000)
         except Exception:
             clicks.append(None)
+            failed.append({"before": prev, "selected": page.evaluate(f"{API}.get('selectedPoints').slice(0, 3)"),
+                           "panel": page.evaluate(f"document.querySelector('{nbrs}').innerText.slice(0, 20)"),
+                           "panel_changed": page.evaluate("window.__cnbT.panel > 0")})
         time.sleep(0.3)
     ok = [x for x in hovers if x is not None]
     arrived = [x["mouseup_to_panel_s"] for x in sels if x["mouseup_to_panel_s"] is not None]
@@ -391,7 +406,7 @@ def drive_view(page, view, n, seed, n_hovers=10, n_drags=10, n_clicks=10):
             "selection_to_panel_max_s": max(arrived) if arrived else None,
             "clicks": len(clicks), "clicks_not_shown": len(clicks) - len(shown),
             "click_to_neighbours_median_s": statistics.median(shown) if shown else None,
-            "click_to_neighbours_max_s": max(shown) if shown else None}
+            "click_to_neighbours_max_s": max(shown) if shown else None, "clicks_failed": failed}
 
 
 def _version(pkg):
