@@ -64,17 +64,39 @@ def machine():
 
 
 def save(part, res):
-    from contrastive_nb.core import atomic_write_json
+    """Write `res` under `part` into OUT and its provenance: the run's commit and versions (taken before measuring),
+    the browser stack, the machine's load during the run, and per part when and at which commit it was measured."""
+    from contrastive_nb.core import atomic_write_json, read_json
+    from contrastive_nb.runs import write_provenance
     old = json.loads(OUT.read_text()) if OUT.exists() else {}
     old[part] = res
     atomic_write_json(OUT, old)
-    from contrastive_nb.core import read_json
-    from contrastive_nb.runs import write_provenance
     prov = OUT.parent / "provenance.json"
-    parts = read_json(prov)["files"].get(OUT.name, {}).get("parts", []) if prov.exists() else []
-    write_provenance(OUT, {"script": "benchmarks/explorer.py", "parts": sorted({*parts, part}),
-                           "arguments": sys.argv[1:]}, ENV)
+    entry = read_json(prov)["files"].get(OUT.name, {}) if prov.exists() else {}
+    measured = {p: entry.get("measured_parts", {}).get(p, {"date": old[p].get("date"), "commit": None})
+                for p in old}           # a part measured before commits were recorded per part: commit null
+    measured[part] = {"date": res.get("date"), "commit": (ENV or {}).get("commit")}
+    loads = [v[k] for v in res.values() if isinstance(v, dict)
+             for k in ("load_average_1min", "load_average_1min_after") if k in v] or [res.get("load_average_1min")]
+    write_provenance(OUT, {"script": "benchmarks/explorer.py", "parts": sorted(old), "arguments": sys.argv[1:],
+                           "measured_parts": measured,
+                           "load_average_1min_during_" + part: [min(loads), max(loads)],
+                           **({"browser_stack": browser_stack()} if part.startswith("browser") else {})}, ENV)
     print(json.dumps(res, indent=1))
+
+
+def browser_stack():
+    "The versions the browser part ran on: Chromium, JupyterLab, jupyter-scatter, ipywidgets, anywidget, Playwright."
+    import subprocess
+    sys.path.insert(0, str(ROOT / "tests"))
+    import test_explorer_browser as T
+    out = {p: _version(p) for p in ("jupyterlab", "jupyter-scatter", "ipywidgets", "anywidget", "playwright")}
+    try:
+        out["chromium"] = subprocess.run([T.CHROMIUM, "--version"], capture_output=True, text=True,
+                                         timeout=60).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as e:
+        out["chromium"] = f"unknown ({type(e).__name__})"
+    return out
 
 
 # --- part 1: projections -----------------------------------------------------------------------------------------
