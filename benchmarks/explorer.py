@@ -78,8 +78,9 @@ def save(part, res):
     measured[part] = {"date": res.get("date"), "commit": (ENV or {}).get("commit")}
     loads = [v[k] for v in res.values() if isinstance(v, dict)
              for k in ("load_average_1min", "load_average_1min_after") if k in v] or [res.get("load_average_1min")]
+    kept = {k: v for k, v in entry.items() if k.startswith("load_average_1min_during_")}   # the other parts' loads
     write_provenance(OUT, {"script": "benchmarks/explorer.py", "parts": sorted(old), "arguments": sys.argv[1:],
-                           "measured_parts": measured,
+                           "measured_parts": measured, **kept,
                            "load_average_1min_during_" + part: [min(loads), max(loads)],
                            **({"browser_stack": browser_stack()} if part.startswith("browser") else {})}, ENV)
     print(json.dumps(res, indent=1))
