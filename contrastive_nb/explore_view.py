@@ -511,6 +511,25 @@ def drag_mode(
     return buttons
 
 
+def _extra_panels(ex, panels, guarded) -> list:
+    "The widgets of the extra panels: a title and the content; a panel of rows gets a select button."
+    import ipywidgets as W
+
+    out = []
+    for title, content in panels:
+        table = isinstance(content, pd.DataFrame)
+        body = table_html(content) if table else str(content)
+        out += [W.HTML(f"<b>{html.escape(title)}</b>"), _panel(body, cls="cnb-extra-panel")]
+        # a panel listing table rows (a `row` column) can select them
+        if table and "row" in content:
+            pick = W.Button(description=f"select these {len(content)} rows")
+            pick.add_class("cnb-panel-select")
+            rows = content["row"].to_numpy()
+            pick.on_click(lambda _, r=rows: guarded("select", lambda: ex.select(r)))
+            out.append(pick)
+    return out
+
+
 def explorer_widget(
     ex,  # an `Explorer`
 ):
@@ -569,17 +588,7 @@ def explorer_widget(
         W.HTML("<b>neighbours</b>"),
         nbrs,
     ]
-    for title, content in panels:
-        table = isinstance(content, pd.DataFrame)
-        body = table_html(content) if table else str(content)
-        side += [W.HTML(f"<b>{html.escape(title)}</b>"), _panel(body, cls="cnb-extra-panel")]
-        # a panel listing table rows (a `row` column) can select them
-        if table and "row" in content:
-            pick = W.Button(description=f"select these {len(content)} rows")
-            pick.add_class("cnb-panel-select")
-            rows = content["row"].to_numpy()
-            pick.on_click(lambda _, r=rows: guarded("select", lambda: ex.select(r)))
-            side.append(pick)
+    side += _extra_panels(ex, panels, guarded)
     drag = drag_mode(view)
     title = W.HTML(f"<b style='font-size:1.1em'>{html.escape(ex.title or '')}</b>")
     title.add_class("cnb-title")
