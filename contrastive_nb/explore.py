@@ -30,7 +30,7 @@ from .evaluate import table_embeddings
 
 # %% auto #0
 __all__ = ['PROJECTION_METHODS', 'MIN_ROWS', 'default_cache_dir', 'read_cached_layout', 'write_cached_layout', 'embedding_hash',
-           'projection', 'align_procrustes', 'knn_indices', 'knn_overlap', 'display_subsample']
+           'projection', 'align_procrustes', 'unit_rows', 'knn_indices', 'knn_overlap', 'display_subsample']
 
 # %% ../nbs/30_explore.ipynb #ee61eed9
 PROJECTION_METHODS = ("pca", "tsne", "umap")
@@ -217,6 +217,14 @@ def align_procrustes(
     disparity = float(((aligned - a) ** 2).sum() / max((ac**2).sum(), 1e-300))
     return aligned.astype(np.float32), disparity
 
+# %% ../nbs/30_explore.ipynb #1de77357
+def unit_rows(
+    z,  # (n, d) embeddings, or an embedding table
+) -> torch.Tensor:  # (n, d) float32, every row scaled to length 1 (zero rows stay zero)
+    """`z` checked and scaled to unit rows once, as a float32 tensor: what `knn_indices(...,
+    unit=True)` queries without normalising again."""
+    return F.normalize(torch.from_numpy(_as_matrix(z)), dim=1)
+
 # %% ../nbs/30_explore.ipynb #ccf4e013
 @torch.no_grad()
 def knn_indices(
@@ -225,10 +233,15 @@ def knn_indices(
     queries=None,  # row indices to query; None: every row
     exclude_self: bool = True,  # leave each query out of its own list
     block_elems: int = 2**25,  # similarity entries computed at once (bounds memory)
+    unit: bool = False,  # `z` is `unit_rows(z)` already (float32 unit rows): used as it is
 ) -> tuple[np.ndarray, np.ndarray]:  # (indices (m, k), similarities (m, k)), most similar first
     """Indices `(m, k)` and cosine similarities of each query's k nearest rows of `z` (queries: row
     indices, default all)."""
-    zt = F.normalize(torch.from_numpy(_as_matrix(z)), dim=1)
+    if unit and not (isinstance(z, torch.Tensor) and z.ndim == 2 and z.dtype == torch.float32):
+        raise ValueError(
+            "`unit=True` needs `z` from `unit_rows` (a 2-D float32 tensor of unit rows)"
+        )
+    zt = z if unit else unit_rows(z)
     n = len(zt)
     q = np.arange(n) if queries is None else np.atleast_1d(np.asarray(queries))
     if q.size and (q.min() < 0 or q.max() >= n):

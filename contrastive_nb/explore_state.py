@@ -15,7 +15,7 @@ import torch
 
 from .core import check_int
 from .evaluate import table_embeddings
-from .explore import display_subsample, knn_indices
+from .explore import display_subsample, knn_indices, unit_rows
 
 # %% auto #0
 __all__ = ['PALETTE_10', 'PALETTE_24', 'OTHER_COLOR', 'FILTERED_COLOR', 'MAX_CATEGORIES', 'check_embedding_table',
@@ -72,7 +72,7 @@ def check_one_value_per_row(
 # %% ../nbs/30a_explore_state.ipynb #13cf1d0d
 def is_categorical(
     values,  # the column's values
-    max_categories: int = 24,  # most distinct integers still categorical
+    max_categories: int = 100,  # most distinct integers still categorical
 ) -> bool:  # True: categories; False: a continuous scale
     """Whether a column is coloured by category (text, bool, or integers with few distinct values)
     rather than a scale."""
@@ -121,7 +121,7 @@ PALETTE_24 = (
     "#AF0038",
 )  # plotly's Dark24
 OTHER_COLOR, FILTERED_COLOR = "#b8b8b8", "#e4e4e4"
-MAX_CATEGORIES = len(PALETTE_24)
+MAX_CATEGORIES = 100
 
 
 def _natural_key(s):
@@ -132,12 +132,13 @@ def color_plan(
     values,  # the column's values
     max_categories: int = MAX_CATEGORIES,  # categories given their own colour; the rest are 'other'
     name: str = "column",  # what messages call the column
+    categorical: bool | None = None,  # True: categories whatever the values; None: `is_categorical`
 ) -> dict:  # `{'kind', 'order', 'colors', 'other', 'note'}`, kind 'categories' or 'scale'
     """How to colour a column: its categories (most frequent first), their colours and the 'other'
     ones; or a scale."""
     check_one_value_per_row(values, name)
     v = pd.Series(values)
-    if not is_categorical(v, max_categories):
+    if not (categorical or (categorical is None and is_categorical(v, max_categories))):
         return {"kind": "scale", "order": [], "colors": {}, "other": [], "note": ""}
     counts = v.astype(str).value_counts()
     # by count, ties by text
@@ -147,13 +148,16 @@ def color_plan(
     keep = sorted(ranked[:n_keep], key=lambda c: (-counts[c], _natural_key(c)))
     other = list(ranked[n_keep:])
     palette = PALETTE_10 if len(keep) <= len(PALETTE_10) else PALETTE_24
-    colors = {c: palette[i] for i, c in enumerate(sorted(keep, key=_natural_key))}
-    note = (
+    # colours in natural order, reused every len(palette) categories
+    colors = {c: palette[i % len(palette)] for i, c in enumerate(sorted(keep, key=_natural_key))}
+    notes = [
         f"{len(ranked):,} distinct values: the {len(keep)} most frequent have a colour, the other"
         f" {len(other):,} are grey ('other')"
-        if other
-        else ""
-    )
+    ] * bool(other) + [
+        f"{len(keep)} categories share {len(palette)} colours (reused every {len(palette)}th"
+        " category in natural order; hover names the item's value)"
+    ] * (len(keep) > len(palette))
+    note = "; ".join(notes)
     return {"kind": "categories", "order": keep, "colors": colors, "other": other, "note": note}
 
 # %% ../nbs/30a_explore_state.ipynb #e6de57ad
@@ -182,19 +186,18 @@ def hover_text(
     n_columns: int = 4,  # most columns shown
 ) -> np.ndarray:  # (len(rows),) HTML-escaped strings
     """Short hover labels for `rows`: up to `n_columns` of `columns` as `name=value`, then the
-    start of the `text` column."""
+    start of the `text` column; names and values HTML-escaped."""
     rows = np.asarray(rows, np.int64)
-    parts = [
-        table[c].iloc[rows].astype(str).map(html.escape).radd(f"{c}=")
-        for c in list(columns)[:n_columns]
-    ]
+    # a missing value (None, NaN, pd.NA) shows as 'nan'
+    cells = {c: table[c].iloc[rows].astype(str).fillna("nan") for c in list(columns)[:n_columns]}
+    parts = [v.map(html.escape).radd(f"{html.escape(str(c))}=") for c, v in cells.items()]
     s = (
         parts[0].str.cat(parts[1:], sep=" · ")
         if parts
         else pd.Series([""] * len(rows), dtype=object)
     )
     if text is not None:
-        snippet = table[text].iloc[rows].astype(str).str.slice(0, 80).map(html.escape)
+        snippet = table[text].iloc[rows].astype(str).fillna("nan").str.slice(0, 80).map(html.escape)
         s = (s + "<br>" + snippet) if parts else snippet
     return s.to_numpy(dtype=object)
 
@@ -250,7 +253,22 @@ class _StateQueries:
     @property
     def selection(self) -> pd.DataFrame:
         "The selected rows of the table (embedding column left out)."
-        return self.table.drop(columns="embedding").iloc[self.selected]
+        return self.table.iloc[self.selected].drop(columns="embedding")
+
+    def _totals(self, c):
+        "Column `c`'s counts over the whole table, checked and counted once."
+        if c not in self._total_counts:
+            check_one_value_per_row(self.table[c], f"`{c}`")
+            self._total_counts[c] = self.table[c].value_counts()
+        return self._total_counts[c]
+
+    def shown_columns(self) -> list[str]:  # column names, in table order
+        """The columns that vary between rows ('x', 'y' left out): what a table of rows shows; found
+        once per set of columns."""
+        key = tuple(self.table.columns)
+        if self._shown_columns[0] != key:
+            self._shown_columns = key, varying_columns(self.table, ("x", "y"))
+        return self._shown_columns[1]
 
     def counts(self, by=None) -> pd.DataFrame:
         """Counts of the selection per class (and per group column, if the table has one) with the
@@ -258,25 +276,30 @@ class _StateQueries:
         by = [c for c in by or ["label", "group"] if c in self.table]
         out = []
         for c in by:
-            check_one_value_per_row(self.table[c], f"`{c}`")
-            s = self.table[c].iloc[self.selected].value_counts().rename("selected")
-            df = (
-                pd.concat([s, self.table[c].value_counts().rename("total")], axis=1)
-                .fillna(0)
-                .astype(int)
-            )
-            df = df[df["selected"] > 0].sort_values("selected", ascending=False)
+            total = self._totals(c)
+            df = self.table[c].iloc[self.selected].value_counts().rename("selected").to_frame()
+            df["total"] = total.reindex(df.index).to_numpy().astype(int)
+            df = df[df["selected"] > 0].sort_values("selected", ascending=False, kind="stable")
             df["share"] = (df["selected"] / df["total"]).round(3)
             df.index = [f"{c}={v}" for v in df.index]
             out.append(df)
         return pd.concat(out) if out else pd.DataFrame({"selected": [len(self.selected)]})
 
+    @property
+    def unit_z(self):
+        "The embeddings scaled to unit rows, once: every neighbour query reuses them."
+        if self._unit_z is None:
+            self._unit_z = unit_rows(self.z)
+        return self._unit_z
+
     def neighbours(self, row: int, k: int | None = None) -> pd.DataFrame:
         """The k nearest rows to `row` in the original embedding space (cosine), with their
-        similarity."""
-        row = self._row(row)
-        idx, sim = knn_indices(self.z, k or self.k, queries=[row])
-        out = self.table.drop(columns="embedding").iloc[idx[0]].copy()
+        similarity; the last query is kept, so a click's rings and panel share one search."""
+        key = (self._row(row), k or self.k)
+        if self._knn[0] != key:
+            self._knn = key, knn_indices(self.unit_z, key[1], queries=[key[0]], unit=True)
+        idx, sim = self._knn[1]
+        out = self.table.iloc[idx[0]].drop(columns="embedding")
         out.insert(0, "cosine", sim[0])
         out.insert(0, "row", idx[0])
         return out
@@ -345,6 +368,8 @@ class ExplorerState(_StateQueries):
         z=None,  # (n, d) embeddings for neighbours; None: the table's
         title: str | None = None,  # the plot's title; None: none
         marker_size: int = 6,  # point size in pixels
+        # columns always coloured as categories; None: `label` (a class column is never a scale)
+        categorical=None,
     ):
         self.table = check_embedding_table(table)
         n = len(self.table)
@@ -373,6 +398,9 @@ class ExplorerState(_StateQueries):
             )
         self.k = min(10, n - 1) if k is None else check_int("k", k, 1, n - 1)
         self.text, self.images, self.title, self.marker_size = text, images, title, marker_size
+        self.categorical = {"label"} if categorical is None else set(categorical)
+        self._unit_z, self._knn = None, (None, None)
+        self._total_counts, self._shown_columns = {}, (None, None)
         skip = (text, "x", "y", images if isinstance(images, str) else None)
         self.hover_columns = (
             list(hover_columns)
@@ -427,7 +455,9 @@ class ExplorerState(_StateQueries):
             raise ValueError(
                 f"`column` must be a column of the table {self.columns()}; got {column!r}"
             )
-        plan = color_plan(self.table[column], name=f"`{column}`")
+        plan = color_plan(
+            self.table[column], name=f"`{column}`", categorical=(column in self.categorical) or None
+        )
         codes = None
         # category of each row: its position in plan['order'], -1 for 'other'
         if plan["kind"] == "categories":
@@ -439,9 +469,13 @@ class ExplorerState(_StateQueries):
     def color_by(
         self,
         column: str,  # a column of the table
+        categorical: bool | None = None,  # True: as categories from now on; False: no longer forced
     ):
-        "Colour by another column of the table."
-        if column != self.color:
+        "Colour by another column of the table (forced to categories with `categorical=True`)."
+        forced = column in self.categorical
+        if categorical is not None:
+            (self.categorical.add if categorical else self.categorical.discard)(column)
+        if column != self.color or forced != (column in self.categorical):
             self._set_color(column)
             self._changed("view")
         return self

@@ -34,9 +34,42 @@ from contrastive_nb.explore_static import (
 )
 
 # %% auto #0
-__all__ = ['SCALE_BINS', 'item_html', 'counts_html', 'neighbours_html', 'error_html', 'scatter_encoding', 'ring_annotations',
-           'StateScatter', 'Explorer', 'legend_html', 'drag_mode', 'explorer_widget', 'doctor_checks', 'DoctorReport',
-           'doctor']
+__all__ = ['SCALE_BINS', 'table_html', 'item_html', 'counts_html', 'neighbours_html', 'error_html', 'scatter_encoding',
+           'ring_annotations', 'StateScatter', 'Explorer', 'legend_html', 'drag_mode', 'explorer_widget',
+           'doctor_checks', 'DoctorReport', 'doctor']
+
+# %% ../nbs/30c_explore_view.ipynb #acf8a4e6
+_CELL = "padding:1px 8px;text-align:{};white-space:nowrap"
+
+
+def table_html(
+    df: pd.DataFrame,  # the table shown
+    index: bool = False,  # show the index as the first column (headed by its name)
+    raw=(),  # columns whose cells are HTML made here (thumbnails), left unescaped
+    digits: int = 3,  # decimals kept in float cells
+) -> str:  # HTML, every header and cell escaped except `raw` columns
+    """A side-panel table whose cells are padded and aligned (numbers right, text left), so `36`
+    beside `0.967` never reads as `360.967`."""
+    if index:
+        df = df.reset_index(names=[str(df.index.name or "")])
+    right = [pd.api.types.is_numeric_dtype(df[c]) and c not in raw for c in df.columns]
+    style = [_CELL.format("right" if r else "left") for r in right]
+
+    def cell(v, c):
+        if c in raw:
+            return str(v)
+        if isinstance(v, (float, np.floating)):
+            v = round(float(v), digits)
+        return html.escape(str(v))
+
+    head = "".join(f"<th style='{s}'>{html.escape(str(c))}</th>" for c, s in zip(df.columns, style))
+    body = "".join(
+        "<tr>"
+        + "".join(f"<td style='{s}'>{cell(v, c)}</td>" for v, c, s in zip(r, df.columns, style))
+        + "</tr>"
+        for r in df.itertuples(index=False)
+    )
+    return f"<table class='cnb-table'><tr>{head}</tr>{body}</table>"
 
 # %% ../nbs/30c_explore_view.ipynb #fd10c097
 def _png_tag(png: bytes, size: int | None = None) -> str:
@@ -53,11 +86,10 @@ def item_html(
     parts = [] if d["image_png"] is None else [_png_tag(d["image_png"])]
     if d["text"] is not None:
         parts.append(f"<div class='cnb-hover-text'>{html.escape(d['text'][:600])}</div>")
-    rows = "".join(
-        f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(str(v))}</td></tr>"
-        for k, v in d["meta"].items()
+    meta = pd.DataFrame(
+        {"column": [str(k) for k in d["meta"]], "value": [str(v) for v in d["meta"].values()]}
     )
-    return "".join(parts) + f"<table>{rows}</table>"
+    return "".join(parts) + table_html(meta)
 
 # %% ../nbs/30c_explore_view.ipynb #708d32cc
 def counts_html(
@@ -65,7 +97,7 @@ def counts_html(
 ) -> str:  # HTML, every table value escaped
     "The selection panel: how many rows are selected, and the counts per class and group."
     head = f"<div class='cnb-count-total'>{len(state.selected)} selected</div>"
-    return head + (state.counts().to_html() if len(state.selected) else "")
+    return head + (table_html(state.counts(), index=True) if len(state.selected) else "")
 
 # %% ../nbs/30c_explore_view.ipynb #66852c89
 def neighbours_html(
@@ -75,18 +107,12 @@ def neighbours_html(
     """The neighbour panel: the k nearest rows to `row`, with thumbnails if the state has images,
     constant columns left out."""
     nb = state.neighbours(row)
-    keep = ["row", "cosine"] + [
-        c for c in varying_columns(state.table, ("x", "y")) if c in nb.columns
-    ]
-    nb = nb[keep].round(3)
-    # every value from the table is escaped
-    cells = nb.astype(str).apply(lambda col: col.map(html.escape))
-    cells.columns = [html.escape(str(c)) for c in cells.columns]
+    keep = ["row", "cosine"] + [c for c in state.shown_columns() if c in nb.columns]
+    nb = nb[keep]
     if state.images is not None:
-        cells.insert(
-            0, "image", [_png_tag(thumbnail_png(state.image(r), 32), 32) for r in nb["row"]]
-        )
-    return f"<div>row {int(row)}:</div>" + cells.to_html(index=False, escape=False)
+        nb.insert(0, "image", [_png_tag(thumbnail_png(state.image(r), 32), 32) for r in nb["row"]])
+    # every value from the table is escaped; the thumbnails are ours
+    return f"<div>row {int(row)}:</div>" + table_html(nb, raw=("image",))
 
 # %% ../nbs/30c_explore_view.ipynb #20f0f829
 def error_html(
@@ -155,6 +181,13 @@ def _viridis(t: float) -> str:
     return f"#{int(r * 255):02x}{int(g * 255):02x}{int(b * 255):02x}"
 
 # %% ../nbs/30c_explore_view.ipynb #acd4c279
+def _ring_radius(state) -> float:
+    "1.2% of the layout's extent, measured once per state (a click does not rescan 1M points)."
+    if getattr(state, "_ring_r", None) is None:
+        state._ring_r = 0.012 * float(np.ptp(state.xy, axis=0).max() or 1.0)
+    return state._ring_r
+
+
 def ring_annotations(
     state,  # an `ExplorerState`
     radius: float | None = None,  # ring radius in layout units; None: from the layout's extent
@@ -163,7 +196,7 @@ def ring_annotations(
     neighbours, a red one on a linked item. An overlay, not a selection: it never touches what
     the user lassoed."""
     xy = state.xy
-    radius = radius or 0.012 * float(np.ptp(xy, axis=0).max() or 1.0)
+    radius = radius or _ring_radius(state)
     t = np.linspace(0, 2 * np.pi, 17)
     circle = np.c_[np.cos(t), np.sin(t)] * radius
     rings = (
@@ -305,6 +338,8 @@ class Explorer(ExplorerState, _WidgetOrStatic):
         panels=(),
         title: str | None = None,  # the plot's title; None: none
         marker_size: int = 6,  # point size in pixels
+        # columns always coloured as categories; None: `label` (a class column is never a scale)
+        categorical=None,
     ):
         table = check_embedding_table(table)
         check_choice("method", method, PROJECTION_METHODS)
@@ -331,6 +366,7 @@ class Explorer(ExplorerState, _WidgetOrStatic):
             z=z,
             title=title,
             marker_size=marker_size,
+            categorical=categorical,
         )
         if not all(callable(p) for p in panels):
             raise ValueError(
@@ -338,6 +374,7 @@ class Explorer(ExplorerState, _WidgetOrStatic):
                 " audit.audit_panel([...])"
             )
         self.panels, self._panel_results, self._widget = list(panels), None, None
+        self.panel_results()  # now: a panel may add a column to colour by
 
     def panel_results(self) -> list[tuple[str, object]]:  # `(title, content)` per panel
         """Each panel's `(title, content)`, computed on first use; a panel that raises gives
@@ -399,7 +436,7 @@ class Explorer(ExplorerState, _WidgetOrStatic):
         for title, content in self.panel_results():
             out += [
                 Markdown(f"**{title}**"),
-                content if isinstance(content, pd.DataFrame) else HTML(content),
+                HTML(table_html(content) if isinstance(content, pd.DataFrame) else content),
             ]
         return out
 
@@ -417,7 +454,7 @@ def legend_html(
     view: StateScatter,  # a `StateScatter`
 ) -> str:  # HTML
     """The colour key of a view: a swatch and the (escaped) name of each category it draws, in
-    natural order."""
+    natural order, then the colour plan's note (reused colours, 'other')."""
     items = sorted(
         view.encoding["colors"].items(),
         key=lambda kv: (
@@ -425,13 +462,14 @@ def legend_html(
             _natural_key(kv[0]),
         ),
     )
+    note = view.state.plan["note"]
     return "".join(
         "<span class='cnb-legend-item' style='display:inline-block;margin:0 14px 2px 0'><span"
         " style='display:inline-block;"
         f"width:10px;height:10px;border-radius:5px;background:{c};margin-right:5px'></span>"
         f"{html.escape(name)}</span>"
         for name, c in items
-    )
+    ) + (f"<div class='cnb-legend-note'><i>{html.escape(note)}</i></div>" if note else "")
 
 
 def drag_mode(
@@ -473,12 +511,32 @@ def drag_mode(
     return buttons
 
 
+def _extra_panels(ex, panels, guarded) -> list:
+    "The widgets of the extra panels: a title and the content; a panel of rows gets a select button."
+    import ipywidgets as W
+
+    out = []
+    for title, content in panels:
+        table = isinstance(content, pd.DataFrame)
+        body = table_html(content) if table else str(content)
+        out += [W.HTML(f"<b>{html.escape(title)}</b>"), _panel(body, cls="cnb-extra-panel")]
+        # a panel listing table rows (a `row` column) can select them
+        if table and "row" in content:
+            pick = W.Button(description=f"select these {len(content)} rows")
+            pick.add_class("cnb-panel-select")
+            rows = content["row"].to_numpy()
+            pick.on_click(lambda _, r=rows: guarded("select", lambda: ex.select(r)))
+            out.append(pick)
+    return out
+
+
 def explorer_widget(
     ex,  # an `Explorer`
 ):
     "Controls, a `StateScatter` and side panels for an explorer, kept in step with it both ways."
     import ipywidgets as W
 
+    panels = ex.panel_results()  # first: a panel may add a column to colour by (a score)
     color = W.Dropdown(options=ex.columns(), value=ex.color, description="colour")
     query = W.Text(
         value=ex.query,
@@ -502,21 +560,24 @@ def explorer_widget(
         except Exception as e:
             show_error(kind, e)
 
-    view = StateScatter(ex, on_error=show_error)
-    legend = _panel(legend_html(view), "auto", "cnb-legend")
-
-    def refresh(what, **_):
+    def refresh_view(what, **_):
         if what == "view":
             color.value, query.value = ex.color, ex.query  # unchanged values call no one
             status.value, legend.value = html.escape(ex.status()), legend_html(view)
-        elif what == "selection":
+
+    def refresh(what, **_):
+        if what == "selection":
             guarded("selection", lambda: setattr(counts, "value", counts_html(ex)))
         elif what == "hover" and ex.hovered is not None:
             guarded("hover", lambda: setattr(item, "value", item_html(ex, ex.hovered)))
         elif what == "focus" and ex.clicked is not None:
             guarded("focus", lambda: setattr(nbrs, "value", neighbours_html(ex, ex.clicked)))
 
+    # the panels' listener before the view's: a click's neighbour table does not wait for the rings
     ex.subscribe(refresh)
+    view = StateScatter(ex, on_error=show_error)
+    legend = _panel(legend_html(view), "auto", "cnb-legend")
+    ex.subscribe(refresh_view)  # after the view: the legend reads the view's new colours
     color.observe(lambda ch: guarded("colour", lambda: ex.color_by(ch["new"])), names="value")
     query.observe(lambda ch: guarded("filter", lambda: ex.filter(ch["new"])), names="value")
     side = [
@@ -527,15 +588,11 @@ def explorer_widget(
         W.HTML("<b>neighbours</b>"),
         nbrs,
     ]
-    for title, content in ex.panel_results():
-        body = (
-            content.round(3).to_html(index=False)
-            if isinstance(content, pd.DataFrame)
-            else str(content)
-        )
-        side += [W.HTML(f"<b>{html.escape(title)}</b>"), _panel(body, cls="cnb-extra-panel")]
+    side += _extra_panels(ex, panels, guarded)
     drag = drag_mode(view)
-    box = W.VBox([
+    title = W.HTML(f"<b style='font-size:1.1em'>{html.escape(ex.title or '')}</b>")
+    title.add_class("cnb-title")
+    box = W.VBox([title] * bool(ex.title) + [
         W.HBox([color, query]),
         drag,
         status,

@@ -8,8 +8,9 @@ keeps on the canvas' container: point positions, selected points, hovered point,
   (where a hover fires as the drag begins and ends): the counts panel must show the exact number inside every time;
 * `compare`: a hover in one panel highlights the item in the other and fills the item panel; a box selection in one
   selects the same items in the other and the counts panel shows how many (linked by jupyter-scatter's `compose`);
-* colouring a 20,000-point explorer by a text column with 20,000 distinct values, from the dropdown: 23 categories
+* colouring a 20,000-point explorer by a text column with 20,000 distinct values, from the dropdown: 99 categories
   + "other" are drawn and the page answers a hover within 2 s;
+* the title heads the live widget, and the counts table's cells are padded (no "360.967");
 * a hover whose `images` function raises shows the error in the hover panel;
 * a reload of the saved notebook with its kernel running draws every plot again, and selections still arrive;
 * the static output of headless runs and the docs: live once plotly.js loads (from the CDN, served locally here),
@@ -341,6 +342,10 @@ def test_ten_drags_near_points_all_arrive(lab_page):
         assert scatter_info(page, sc, points=False)["selected"] == len(expected), f"drag {i + 1}: the scatter's own selection differs"
     page.screenshot(path=str(ARTIFACTS / "explorer_drags.png"))
     assert "label=" in page.locator(".cnb-explorer .cnb-counts").first.inner_text()
+    assert box.locator(".cnb-title").inner_text().strip() == "drags"     # the title shows in the live widget
+    cells = box.locator(".cnb-counts td")
+    assert cells.count() and all(cells.nth(i).evaluate("c => getComputedStyle(c).paddingLeft") == "8px"
+                                 for i in range(cells.count()))         # cells padded: "36" and "0.967" stay apart
 
 
 def test_compare_links_hover_and_selection(lab_page):
@@ -378,13 +383,13 @@ def test_colour_by_a_20000_value_text_column(lab_page):
     t0 = time.time()
     box.locator("select").first.select_option("text")
     deadline = time.time() + 60
-    while scatter_info(page, sc, points=False)["colors"] != 24:          # 23 texts + "other", not 20,000 colours
+    while scatter_info(page, sc, points=False)["colors"] != 100:         # 99 texts + "other", not 20,000 colours
         assert time.time() < deadline, scatter_info(page, sc, points=False)["colors"]
         time.sleep(0.2)
     redraw_s = time.time() - t0
     info = scatter_info(page, sc, n_points=20_000)
     panel_contains(page, ".cnb-explorer .cnb-status", "20,000 distinct values", nth=1)
-    assert box.locator(".cnb-legend .cnb-legend-item").count() == 24
+    assert box.locator(".cnb-legend .cnb-legend-item").count() == 100
     p = most_isolated(info["pts"])
     t0 = time.time()
     page.mouse.move(*p[:2], steps=1)

@@ -249,3 +249,18 @@ def test_csslm_fewshot_twin(tmp_path):
         assert len(t) == 20 and {"id", "split", "label", "embedding", "method", "text"} <= set(t.columns)
     for name in ["fig4_retrieved_size.png", "fig5_tsne.png"]:
         assert (run / name).stat().st_size > 10_000, name
+
+
+def test_label_audit_twin(tmp_path):
+    run = run_notebook(TUT / "label_audit.ipynb", "twin", root=tmp_path, timeout=600,
+                       parameters=dict(epochs=1, seeds=[0, 1, 2], n_pick=10))
+    m = json.loads((run / "metrics.json").read_text())
+    assert m["n_train"] == 1437 and m["flips_per_seed"] == 144 and m["seeds"] == [0, 1, 2]
+    res = pd.read_parquet(run / "results.parquet")
+    flips, probe = res[res.part == "flips"], res[res.part == "probe"]
+    assert flips.found.between(0, 1).all() and set(flips.arm) == {"suspected_label_errors", "random order"}
+    assert len(probe) == 9 and probe.top1.between(0, 1).all() and probe.classes_covered.between(1, 10).all()
+    assert m["flips_found_mean"] == flips[flips.arm == "suspected_label_errors"].found.mean()
+    claims = pd.read_parquet(run / "claims.parquet")
+    _check_claims(claims)
+    assert len(claims) == 3 and claims.n.eq(3).all()
