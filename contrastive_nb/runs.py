@@ -1253,7 +1253,7 @@ def _finish_publish(dest: Path) -> list:
             (dest / name).unlink(missing_ok=True)
         journal.unlink()
         done.append(journal.name)
-    for p in sorted(dest.glob(".publish-*")):
+    for p in sorted([*dest.glob(".publish-*"), *dest.glob(f".{_JOURNAL}.*.tmp")]):
         shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
         done.append(p.name)
     return done
