@@ -32,9 +32,10 @@ from contrastive_nb.core import (
 )
 
 # %% auto #0
-__all__ = ['notebook_parameters', 'coerce_value', 'check_parameters', 'check_run_name', 'RunBusyError', 'remove_stale_partials',
-           'git_commit', 'run_environment', 'run_notebook', 'collect_results', 'format_summary', 'summarize',
-           'load_sweep', 'sweep_runs', 'run_sweep', 'sweep_results', 'publish_sweep', 'write_provenance']
+__all__ = ['ASK_ABOVE', 'notebook_parameters', 'coerce_value', 'check_parameters', 'check_run_name', 'RunBusyError',
+           'remove_stale_partials', 'git_commit', 'run_environment', 'run_notebook', 'collect_results',
+           'format_summary', 'summarize', 'load_sweep', 'sweep_runs', 'run_sweep', 'sweep_results', 'publish_sweep',
+           'write_provenance']
 
 # %% ../nbs/40_runs.ipynb #abbadca7
 _TYPES = {
@@ -66,6 +67,13 @@ def notebook_parameters(
         raise FileNotFoundError(f"`notebook` does not exist: {path}")
     if not path.is_file():
         raise ValueError(f"`notebook` must be a .ipynb file; {path} is a folder")
+    with open(path, "rb") as f:
+        head = f.read(64).lstrip()
+    if not head.startswith(b"{"):  # its text is not quoted back: it may be anything
+        raise ValueError(
+            f"{path} is not a Jupyter notebook: a .ipynb file is a JSON object, and this file does"
+            " not start with '{'"
+        )
     try:
         params = pm.inspect_notebook(str(path))
     except Exception as e:
@@ -90,9 +98,27 @@ def notebook_parameters(
     return out
 
 # %% ../nbs/40_runs.ipynb #a29c7788
+def _safe_yaml(text: str):
+    """`yaml.safe_load` of `text`, refusing aliases (`*name`): 300 bytes of nested aliases expand to
+    millions of items (a "billion laughs"), and a sweep or parameters file needs none. The refusal
+    is a `yaml.YAMLError` with the alias's place."""
+    import yaml
+
+    class NoAliases(yaml.SafeLoader):
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.AliasEvent):
+                raise yaml.composer.ComposerError(
+                    None, None, "YAML aliases (*name) are not allowed here: write the values out",
+                    self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+
+    return yaml.load(text, Loader=NoAliases)
+
+
 def coerce_value(
     text: str,  # the VALUE of `-p NAME VALUE`, as typed
     type_name: str | None = None,  # the declared type ('str', 'float', …; None: unknown)
+    name: str = "VALUE",  # the parameter's name, as an error names it
 ):  # a Python value: the literal `text` spells, or `text` itself
     """Read a command-line value: a Python/YAML literal when it parses as one (3, 0.5, True, [1,
     2]), else the string.
@@ -111,9 +137,14 @@ def coerce_value(
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         pass
     try:
-        v = yaml.safe_load(text)
+        v = _safe_yaml(text)
     except yaml.YAMLError:
         v = text
+    except RecursionError:
+        raise ValueError(
+            f"the value of parameter `{name}` nests too deeply ({len(text)} characters) to be a"
+            " parameter value"
+        ) from None
     v = v if isinstance(v, (bool, int, float, list, dict)) or v is None else text
     if type_name == "float" and isinstance(v, str):
         with contextlib.suppress(ValueError):
@@ -548,7 +579,8 @@ def run_notebook(
     `name.failed-k` and the run starts afresh."""
     declared = notebook_parameters(notebook)  # a readable notebook, or a sentence
     notebook = Path(notebook).resolve()
-    name = check_run_name(name or f"{notebook.stem}-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}")
+    default = f"{notebook.stem}-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    name = check_run_name(default if name is None else name)  # '' is refused, not the default
     if timeout is not None:
         check_range("timeout", timeout, 0, low_inclusive=False)
     params = check_parameters(notebook, dict(parameters or {}))
@@ -612,14 +644,20 @@ def _same_run(folder: Path, wanted: dict) -> bool:
         return False
 
 # %% ../nbs/40_runs.ipynb #c9f1b780
-def _flatten(d: dict, prefix: str = "") -> dict:
+def _flatten(d: dict, prefix: str = "", where="metrics") -> dict:
+    """Nested metrics as one level, `a/b`; two that flatten to one name (`{"a": {"b": 1}, "a/b": 2}`)
+    are refused, naming `where` and the name (else one value would silently replace the other)."""
     out = {}
     for k, v in d.items():
         key = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out.update(_flatten(v, key + "/"))
-        else:
-            out[key] = v
+        items = _flatten(v, key + "/", where).items() if isinstance(v, dict) else [(key, v)]
+        for name, value in items:
+            if name in out:
+                raise ValueError(
+                    f"{where}: two metrics flatten to the name {name!r} (a nested key and a key"
+                    " with '/'); rename one of them"
+                )
+            out[name] = value
     return out
 
 
@@ -655,7 +693,7 @@ def _run_row(d: Path, metrics_file: str) -> dict:
     }
     row.update({f"param/{k}": v for k, v in params.items() if k != "out_dir"})
     if (d / metrics_file).exists():
-        metrics = _flatten(mapping(d / metrics_file))
+        metrics = _flatten(mapping(d / metrics_file), where=d / metrics_file)
         for k, v in metrics.items():
             key = k
             while key in row or key.startswith("param/") or key != k and key in metrics:
@@ -737,7 +775,7 @@ def _read_yaml(path, what: str = "file"):
     if not path.is_file():
         raise ValueError(f"{what} {path} is a folder, not a YAML file")
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return _safe_yaml(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as e:
         raise ValueError(
             f"{what} {path} is not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start})"
@@ -960,13 +998,18 @@ def _sweep_all(spec: dict, runs: list, out: Path, parallel, log, backend: str, r
     parallel = parallel or spec.get("parallel") or max(1, n_gpu)
     todo = [(n, p) for n, p in runs if _run_status(out / n) != "ok"]
     result = {n: "skipped" for n, _ in runs} | {n: "pending" for n, _ in todo}
-    guard = threading.Lock()
+    guard, ended = threading.Lock(), []
+    # rewritten after each run, or after each 1% of a large sweep's runs (not 10,000 rewrites of a
+    # large file), and at the end
+    every = max(1, len(todo) // 100)
 
     def record(name=None, status=None):
         with guard:
             if name is not None:
                 result[name] = status
-            atomic_write_json(out / "sweep_status.json", _sweep_status(spec, result))
+                ended.append(name)
+            if name is None or len(ended) % every == 0 or len(ended) == len(todo):
+                atomic_write_json(out / "sweep_status.json", _sweep_status(spec, result))
 
     record()
     log(
@@ -980,6 +1023,8 @@ def _sweep_all(spec: dict, runs: list, out: Path, parallel, log, backend: str, r
         slot = slots.pop()
         try:
             for attempt in range(int(spec["retries"]) + 1):
+                if stopping:  # a signal stopped the sweep: no new run, no retry
+                    break
                 with _holding(
                     _lock_path(out, name),
                     busy=f"run {name} is in progress in another process",
@@ -1005,18 +1050,23 @@ def _sweep_all(spec: dict, runs: list, out: Path, parallel, log, backend: str, r
                     f"  failed  {name} (attempt {attempt + 1}):"
                     f" {(err.strip().splitlines() or ['?'])[-1][:200]}"
                 )
-            status = (
-                "ok" if _run_status(out / name) == "ok" else "failed"
-            )  # what the folder says, nothing else
+            now = _run_status(out / name)  # what the folder says, nothing else
+            status = now if now in ("ok", "preempted") else "pending" if stopping else "failed"
             if status == "ok":
                 log(f"  ok      {name}")
             record(name, status)
         finally:
             slots.append(slot)
 
-    with ThreadPoolExecutor(max_workers=parallel) as pool:
+    with _forwarding_signals() as stopping, ThreadPoolExecutor(max_workers=parallel) as pool:
         list(pool.map(one, todo))
+    if stopping:
+        log(f"sweep {spec['name']} stopped by {stopping[0]}: its runs checkpointed; run the same"
+            " command again to resume them")
     return dict(result)
+
+
+ASK_ABOVE = 500  # a sweep of more runs than this starts only with `yes` (--yes)
 
 
 def run_sweep(
@@ -1027,10 +1077,18 @@ def run_sweep(
     backend: str | None = None,  # 'local' or 'ray' (default: the file's, else local)
     ray_address: str | None = None,  # HOST:PORT of a running Ray cluster
     wait: bool = False,  # the sweep runs elsewhere: wait for it (else refuse), then run the rest
-) -> dict:  # run name → 'ok', 'failed' or 'skipped' (also in sweep_status.json)
-    """Run every missing run of a sweep; returns `{run: 'ok' | 'failed' | 'skipped'}` (also in
-    sweep_status.json)."""
+    yes: bool = False,  # start a sweep of more than `ASK_ABOVE` runs (else it is refused)
+) -> dict:  # run name → 'ok', 'failed', 'preempted', 'pending' or 'skipped' (sweep_status.json)
+    """Run every missing run of a sweep; returns `{run: 'ok' | 'failed' | 'skipped' | …}` (also in
+    sweep_status.json). SIGTERM or SIGINT stops it: the runs under way checkpoint ('preempted'),
+    the rest stay 'pending', and running it again resumes them."""
     spec = load_sweep(sweep_file)
+    n_runs = math.prod(len(v) for v in spec["grid"].values()) * len(spec["seeds"])
+    if n_runs > ASK_ABOVE and not yes:  # counted before 10,000 runs' parameters are checked
+        raise ValueError(
+            f"{sweep_file} asks for {n_runs} runs (grid points × seeds), more than {ASK_ABOVE}:"
+            " check the grid, then pass --yes (`yes=True`) to start them"
+        )
     runs = sweep_runs(spec)  # refuses bad parameters before anything runs
     if parallel is not None:
         check_int("parallel", parallel, 1)
