@@ -71,8 +71,8 @@ def notebook_parameters(
         head = f.read(64).lstrip()
     if not head.startswith(b"{"):  # its text is not quoted back: it may be anything
         raise ValueError(
-            f"{path} is not a Jupyter notebook: a .ipynb file is a JSON object, and this file does"
-            " not start with '{'"
+            f"{path} is not a readable Jupyter notebook: a .ipynb file is a JSON object, and this file"
+            " does not start with '{'"
         )
     try:
         params = pm.inspect_notebook(str(path))

@@ -4,6 +4,7 @@ command is passed on to the kernel, so `fit` writes a checkpoint and the run end
 than losing its kernel without one. The fault is injected by the notebook itself (an `OnStep` hook that signals or
 kills its parent command at update k), so nothing here depends on timing."""
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -65,3 +66,22 @@ def test_a_killed_run_given_other_parameters_is_kept_aside_not_deleted(tmp_path)
     run_notebook(nb, "r", {"seed": 1}, root=root, log=said.append)
     assert said == []                                                   # not resumed: other parameters
     assert (root / "r.failed-1" / "checkpoints" / "ckpt-000000005.pt").read_bytes() == b"weights"
+
+
+def test_a_sweep_resumes_its_killed_runs_instead_of_deleting_them(tmp_path):
+    "Today's code removes a killed sweep run's partial folder (checkpoints included) and starts it from update 0."
+    from contrastive_nb.runs import load_sweep, sweep_runs
+    nb = write_notebook(tmp_path / "nb.ipynb", 'seed = 0\nout_dir = "."',
+                        "import json; json.dump({'acc': 1.0}, open('metrics.json', 'w'))")
+    (tmp_path / "s.yaml").write_text("notebook: nb.ipynb\nname: s\nseeds: [0]\n")
+    name = sweep_runs(load_sweep(tmp_path / "s.yaml"))[0][0]
+    killed = tmp_path / "runs" / "s" / f".{name}.partial-1-2"          # as a SIGKILL leaves it
+    (killed / "checkpoints").mkdir(parents=True)
+    (killed / "checkpoints" / "latest.json").write_text('{"updates": 7}')
+    (killed / "parameters.json").write_text(json.dumps(
+        {"notebook": str(nb.resolve()), "parameters": {"seed": 0, "out_dir": "."}}))
+    p = subprocess.run(CLI + ["sweep", str(tmp_path / "s.yaml"), "--root", str(tmp_path / "runs")],
+                       capture_output=True, text=True, timeout=600, env=cli_env(), cwd=tmp_path)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert f"resuming run '{name}' from update 7" in p.stdout, p.stdout
+    assert (tmp_path / "runs" / "s" / name / "checkpoints" / "latest.json").exists()    # the killed run's, kept
