@@ -229,3 +229,24 @@ def test_metrics_that_flatten_to_one_name_are_refused(tmp_path):
     (d / "metrics.json").write_text('{"a": {"b": 1}, "a/b": 2}')
     with pytest.raises(ValueError, match="two metrics flatten to the name 'a/b'"):
         collect_results(tmp_path)
+
+
+def test_a_large_sweep_rewrites_its_status_file_per_percent_not_per_run(tmp_path, nb, monkeypatch):
+    "10,000 runs rewrote a 606 KB sweep_status.json after every run; now after each 1% of them, and at the end."
+    from contrastive_nb import runs as R
+    spec = {"name": "s", "notebook": str(nb), "retries": 0, "timeout": 60}
+    todo = [(f"r{i:03d}", {"seed": i}) for i in range(300)]
+
+    def executor(cmd, env):                     # a run that ends ok at once, as a real one leaves its folder
+        name = cmd[cmd.index("--name") + 1]
+        R.atomic_write_json(tmp_path / name / "status.json", {"status": "ok"})
+        return 0, "", ""
+
+    writes, real = [], R.atomic_write_json
+    monkeypatch.setattr(R, "_local_executor", executor)
+    monkeypatch.setattr(R, "atomic_write_json", lambda p, o, *a, **k: (
+        writes.append(o) if Path(p).name == "sweep_status.json" else None, real(p, o, *a, **k))[1])
+    result = R._sweep_all(spec, todo, tmp_path, 1, lambda m: None, "local", None)
+    assert set(result.values()) == {"ok"}
+    assert len(writes) <= 102, len(writes)                                  # was 301
+    assert set(writes[-1]["runs"].values()) == {"ok"}                     # the last write is complete
