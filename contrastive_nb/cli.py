@@ -286,7 +286,8 @@ def _cmd_run(args) -> int:
                 " values"
             )
         params.update(loaded or {})
-    params.update({k: coerce_value(v, declared.get(k, {}).get("type"), k) for k, v in args.parameter})
+    for k, v in args.parameter:
+        params[k] = coerce_value(v, declared.get(k, {}).get("type"), k)
     out = run_notebook(
         args.notebook,
         args.name,
@@ -347,6 +348,8 @@ def main(
         )
         return 1
 
-# `python -m contrastive_nb.cli …` is the command (a notebook kernel's `__main__` has no such spec)
-if __name__ == "__main__" and getattr(globals().get("__spec__"), "name", "") == "contrastive_nb.cli":
+# `python -m contrastive_nb.cli …` is the command (a notebook kernel's `__main__` has no such
+# spec)
+_SPEC = getattr(globals().get("__spec__"), "name", "")
+if __name__ == "__main__" and _SPEC == "contrastive_nb.cli":
     sys.exit(main())

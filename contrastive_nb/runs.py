@@ -71,8 +71,8 @@ def notebook_parameters(
         head = f.read(64).lstrip()
     if not head.startswith(b"{"):  # its text is not quoted back: it may be anything
         raise ValueError(
-            f"{path} is not a readable Jupyter notebook: a .ipynb file is a JSON object, and this file"
-            " does not start with '{'"
+            f"{path} is not a readable Jupyter notebook: a .ipynb file is a JSON object, and this"
+            " file does not start with '{'"
         )
     try:
         params = pm.inspect_notebook(str(path))
@@ -645,8 +645,9 @@ def _same_run(folder: Path, wanted: dict) -> bool:
 
 # %% ../nbs/40_runs.ipynb #c9f1b780
 def _flatten(d: dict, prefix: str = "", where="metrics") -> dict:
-    """Nested metrics as one level, `a/b`; two that flatten to one name (`{"a": {"b": 1}, "a/b": 2}`)
-    are refused, naming `where` and the name (else one value would silently replace the other)."""
+    """Nested metrics as one level, `a/b`; two that flatten to one name (`{"a": {"b": 1}, "a/b":
+    2}`) are refused, naming `where` and the name (else one value would silently replace the
+    other)."""
     out = {}
     for k, v in d.items():
         key = f"{prefix}{k}"
@@ -1340,11 +1341,11 @@ def _earlier_publish(dest: Path, files: list) -> tuple:
     for name in files:  # what this publish replaces: absent, or written by the last one
         if (dest / name).exists() or (dest / name).is_symlink():
             if name not in earlier or not (dest / name).is_file() or (dest / name).is_symlink():
-                raise ValueError(f"{dest / name} is in the way: no earlier publish wrote it (or it is"
-                                 " not a plain file); move it away, or publish into another folder")
+                raise ValueError(f"{dest / name} is in the way: no earlier publish wrote it (or it"
+                                 " is not a plain file); move it away, or publish elsewhere")
             if name in digests and file_sha256(dest / name) != digests[name]:
-                raise ValueError(f"{dest / name} was edited after it was published; move it away (or"
-                                 " restore it), then publish again")
+                raise ValueError(f"{dest / name} was edited after it was published; move it away"
+                                 " (or restore it), then publish again")
     removals, kept = [], []
     for name in sorted(set(earlier) - set(files)):
         f = dest / name
