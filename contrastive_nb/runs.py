@@ -983,6 +983,18 @@ def _sweep_status(spec: dict, result: dict) -> dict:
             "failed": by("failed"), "pending": by("pending")}
 
 
+def _run_once(execute, cmd: list, env_updates: dict, log) -> tuple:
+    "One attempt at a sweep's run: `(returncode, stderr)`; its 'resuming run …' line is logged."
+    try:
+        rc, said, err = execute(cmd, env_updates)
+    except Exception as e:  # the executor itself failed (e.g. a Ray cluster went away)
+        return 1, f"{type(e).__name__}: {e}"
+    for line in said.splitlines():
+        if line.startswith("resuming run "):
+            log(f"  {line}")
+    return rc, err
+
+
 def _sweep_all(spec: dict, runs: list, out: Path, parallel, log, backend: str, ray_address) -> dict:
     "Run the missing runs of a sweep whose lock is held; `sweep_status.json` follows every change."
     from concurrent.futures import ThreadPoolExecutor
@@ -1036,15 +1048,8 @@ def _sweep_all(spec: dict, runs: list, out: Path, parallel, log, backend: str, r
                 if _run_status(out / name) == "ok":
                     break
                 env_updates = {"CUDA_VISIBLE_DEVICES": str(slot % n_gpu)} if n_gpu else {}
-                try:
-                    rc, said, err = execute(
-                        _run_command(spec, declared, name, params, out), env_updates
-                    )
-                    for line in said.splitlines():
-                        if line.startswith("resuming run "):
-                            log(f"  {line}")
-                except Exception as e:  # the executor itself failed (e.g. a Ray cluster went away)
-                    rc, err = 1, f"{type(e).__name__}: {e}"
+                rc, err = _run_once(execute, _run_command(spec, declared, name, params, out),
+                                    env_updates, log)
                 if rc == 0 and _run_status(out / name) == "ok":
                     break
                 log(
