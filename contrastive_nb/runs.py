@@ -1343,6 +1343,9 @@ def _earlier_publish(dest: Path, files: list) -> tuple:
             and not n.startswith(".") and n != "provenance.json" for n in earlier):
         raise ValueError(f"{prov_path} is not {what}: its `files` must be a list of plain file"
                          f" names; got {str(old.get('files'))[:80]}")
+    if old and "sweep" not in old:  # a tutorial's (`make notebooks`) or a script's: not ours
+        raise ValueError(f"{prov_path} is not a sweep's provenance (it names no `sweep`: a"
+                         " tutorial's or a script's results): publish into a folder of its own")
     for name in files:  # what this publish replaces: absent, or written by the last one
         if (dest / name).exists() or (dest / name).is_symlink():
             if name not in earlier or not (dest / name).is_file() or (dest / name).is_symlink():

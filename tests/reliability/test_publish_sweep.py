@@ -45,7 +45,7 @@ def test_a_users_file_named_in_provenance_is_never_deleted(tmp_path):
     sf, dest = _sweep(tmp_path), tmp_path / "dest"
     dest.mkdir()
     (dest / "notes.txt").write_text("mine")
-    (dest / "provenance.json").write_text(json.dumps({"files": ["notes.txt"]}))
+    (dest / "provenance.json").write_text(json.dumps({"sweep": "s.yaml", "files": ["notes.txt"]}))
     with __import__("warnings").catch_warnings(record=True) as w:
         __import__("warnings").simplefilter("always")
         _publish(tmp_path, dest)
@@ -58,6 +58,7 @@ def test_a_users_file_named_in_provenance_is_never_deleted(tmp_path):
     ({"files": ["../outside.txt"]}, "plain file names"),
     (["a", "list"], "holds a JSON list"),
     ({"files": {"bench.csv": {"script": "b.py"}}}, "write_provenance"),
+    ({"files": ["results.parquet"], "notebook": "t.ipynb"}, "not a sweep's provenance"),   # a tutorial's results
 ])
 def test_a_provenance_it_cannot_use_is_refused_before_dest_changes(tmp_path, prov, says):
     sf, dest = _sweep(tmp_path), tmp_path / "dest"
