@@ -92,6 +92,11 @@ def _sweep_arguments(w: argparse.ArgumentParser) -> None:
         action="store_true",
         help="if the sweep is running elsewhere, wait for it instead of refusing",
     )
+    w.add_argument(
+        "--yes",
+        action="store_true",
+        help="start a sweep of more than 500 runs (without it such a sweep is refused)",
+    )
 
 
 def _publish_arguments(u: argparse.ArgumentParser) -> None:
@@ -170,13 +175,16 @@ def _cmd_sweep(args) -> int:
         backend=args.backend,
         ray_address=args.ray_address,
         wait=args.wait,
+        yes=args.yes,
     )
     failed = [n for n, st in status.items() if st == "failed"]
+    left = [n for n, st in status.items() if st in ("preempted", "pending")]
     print(
-        f"sweep finished: {sum(st != 'failed' for st in status.values())} ok or done, {len(failed)}"
-        f" failed {failed}"
+        f"sweep finished: {sum(st in ('ok', 'skipped') for st in status.values())} ok or done,"
+        f" {len(failed)} failed {failed}"
+        + (f", {len(left)} stopped or not started (run it again to resume)" if left else "")
     )
-    return 1 if failed else 0
+    return 1 if failed or left else 0
 
 
 def _figures_hook(spec: str | None):
@@ -278,7 +286,8 @@ def _cmd_run(args) -> int:
                 " values"
             )
         params.update(loaded or {})
-    params.update({k: coerce_value(v, declared.get(k, {}).get("type")) for k, v in args.parameter})
+    for k, v in args.parameter:
+        params[k] = coerce_value(v, declared.get(k, {}).get("type"), k)
     out = run_notebook(
         args.notebook,
         args.name,
@@ -338,3 +347,9 @@ def main(
             " traceback and report it"
         )
         return 1
+
+# `python -m contrastive_nb.cli …` is the command (a notebook kernel's `__main__` has no such
+# spec)
+_SPEC = getattr(globals().get("__spec__"), "name", "")
+if __name__ == "__main__" and _SPEC == "contrastive_nb.cli":
+    sys.exit(main())

@@ -82,11 +82,19 @@ def check_config(
     value,  # an instance of `cls`, or None
     cls: type,  # the settings class; `cls()` gives its defaults
 ):  # `value`, or `cls()` for None
-    "The settings object `value`, `cls()` for None; `ValueError` for anything but a `cls`."
+    """The settings object `value`, `cls()` for None; `ValueError` for anything but a `cls`. Its
+    fields are checked again (its `__post_init__`): a field changed after it was built is caught
+    here too."""
     value = cls() if value is None else value
     if not isinstance(value, cls):
         article = "an" if cls.__name__[0].lower() in "aeiou" else "a"
         raise ValueError(f"`{name}` must be {article} {cls.__name__}; got {type(value).__name__}")
+    recheck = getattr(value, "__post_init__", None)
+    if recheck is not None:
+        try:
+            recheck()
+        except ValueError as e:
+            raise ValueError(f"`{name}`: {e}") from None
     return value
 
 # %% ../nbs/00_core.ipynb #74bb8034
@@ -247,18 +255,38 @@ def batched_inference(
     return cat[0] if single else tuple(cat)
 
 # %% ../nbs/00_core.ipynb #215c4b4f
+def _umask() -> int:
+    "The process's umask, read without changing it (Linux: /proc; elsewhere set and restored)."
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_bytes(
     path,  # target file (its folder must exist)
     data: bytes,  # the bytes to write
 ) -> Path:  # `path`
-    "Write `data` to `path` atomically (temporary file in the same folder, fsync, rename)."
+    """Write `data` to `path` atomically (temporary file in the same folder, fsync, rename). The
+    file gets the permissions a plain `open(path, 'w')` would give it: an existing file's, else
+    0666 less the umask (a temporary file alone would be 0600)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except OSError:
+        mode = 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
+            os.fchmod(f.fileno(), mode)
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
@@ -317,14 +345,39 @@ def atomic_write_parquet(
 def read_json(
     path,  # a JSON file
 ) -> Any:  # the parsed value
-    "Read a JSON file, with an error that names the file when it is missing or malformed."
+    """Read a JSON file; every failure is a `ValueError` (`FileNotFoundError` when missing) that
+    names the file: not a regular file (a device, a FIFO, a folder), unreadable, not UTF-8, not
+    valid JSON, nested too deeply."""
+    import stat
+
     path = Path(path)
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         raise FileNotFoundError(f"no such file: {path}")
+    try:  # non-blocking: a FIFO is refused, not waited on
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        raise ValueError(f"{path} cannot be read ({e.strerror})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ValueError(
+            f"{path} is not a regular file (a folder, device, FIFO or a link to one); a JSON file"
+            " is expected"
+        )
+    with os.fdopen(fd, "rb") as f:
+        try:
+            data = f.read()
+        except OSError as e:
+            raise ValueError(f"{path} cannot be read ({e.strerror})") from None
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ValueError(
+            f"{path} is not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})"
+        ) from None
     except json.JSONDecodeError as e:
         raise ValueError(f"{path} is not valid JSON: {e}") from None
+    except RecursionError:
+        raise ValueError(f"{path} nests too deeply to be read as JSON") from None
 
 
 def file_sha256(

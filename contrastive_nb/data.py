@@ -53,10 +53,25 @@ class TensorImageDataset(Dataset):
         transform: Callable | None = None,
         classes=None,  # class names, index = label id, or None
     ):
-        if images.dim() != 4:
+        if not isinstance(images, torch.Tensor) or images.dim() != 4:
             raise ValueError(
-                f"`images` must be a 4-D tensor (n, C, H, W); got shape {tuple(images.shape)}"
+                "`images` must be a 4-D tensor (n, C, H, W); got"
+                f" {tuple(images.shape) if hasattr(images, 'shape') else type(images).__name__}"
             )
+        if images.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+            hint = ("divide 0..255 images by 255" if not images.dtype.is_floating_point
+                    else "pass images.float()")
+            raise ValueError(
+                "`images` must be float32 (or float16/bfloat16) in [0, 1], the models' dtype; got"
+                f" {images.dtype}: {hint}"
+            )
+        if images.numel():  # what the docs promise and the augmentations assume
+            lo, hi = (float(v) for v in torch.aminmax(images))
+            if not (0 <= lo and hi <= 1):  # NaN fails both
+                raise ValueError(
+                    f"`images` must hold values in [0, 1]; they span [{lo:g}, {hi:g}]"
+                    + (": divide 0..255 images by 255" if hi > 1 and lo >= 0 else "")
+                )
         targets = label_vector(targets, len(images), "targets", low=-1)  # −1: an unlabeled item
         self.images, self.targets, self.transform = images, targets, transform
         self.classes = list(classes) if classes is not None else sorted(set(targets.tolist()))
@@ -566,32 +581,58 @@ def file_manifest_path() -> Path:  # `$CONTRASTIVE_NB_CACHE/files.json`
     return Path(root) / "files.json"
 
 
+_CACHE_WARNED = set()  # the caches this process has warned about (one warning each)
+
+
+def _entry_ok(entry) -> bool:
+    """Whether a manifest entry is well-formed: a mapping with 64 hex digits of `sha256` and, when
+    it has one, a `header` of width, height and mode."""
+    d = entry.get("sha256") if isinstance(entry, dict) else None
+    h = entry.get("header", [0, 0, ""]) if isinstance(entry, dict) else None
+    return (isinstance(d, str) and len(d) == 64 and all(c in "0123456789abcdef" for c in d)
+            and isinstance(h, list) and len(h) == 3
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in h[:2])
+            and isinstance(h[2], str))
+
+
 def _manifest_read() -> dict:
-    "The manifest as a dict (empty when missing or unreadable: it is only a cache)."
+    """The manifest as a dict (empty when missing or unreadable: it is only a cache); malformed
+    entries are dropped."""
     try:
         m = json.loads(file_manifest_path().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
-    return m if isinstance(m, dict) else {}
+    return {k: v for k, v in m.items() if _entry_ok(v)} if isinstance(m, dict) else {}
 
 
 def _manifest_add(new: dict):
-    "Merge `new` entries into the manifest under a file lock (processes and ranks share it)."
+    """Merge `new` entries into the manifest under a file lock (processes and ranks share it). A
+    cache that cannot be written (its folder is a file, a link loop, read-only) is skipped with
+    one warning naming it: it only saves work."""
     if not new:
         return
     from filelock import FileLock
 
     path = file_manifest_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(path) + ".lock"):
-        m = {k: v for k, v in _manifest_read().items() if os.path.exists(k)}  # drop gone files
-        m.update(new)
-        atomic_write_json(path, m)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(path) + ".lock"):
+            m = {k: v for k, v in _manifest_read().items() if os.path.exists(k)}  # gone files go
+            m.update(new)
+            atomic_write_json(path, m)
+    except OSError as e:
+        if str(path.parent) not in _CACHE_WARNED:
+            _CACHE_WARNED.add(str(path.parent))
+            warnings.warn(
+                f"the checked-files cache {path.parent} cannot be used ({type(e).__name__}:"
+                f" {e.strerror or e}); files are checked without it — point $CONTRASTIVE_NB_CACHE"
+                " at a writable folder"
+            )
 
 
 def _known(entry, key: tuple) -> bool:
     "Whether a manifest entry describes the file as it is now (the same `_file_key`)."
-    return isinstance(entry, dict) and entry.get("key") == list(key) and "sha256" in entry
+    return _entry_ok(entry) and entry.get("key") == list(key)
 
 
 def _file_digest(path, known: dict | None = None, new: dict | None = None) -> str:
@@ -1260,7 +1301,12 @@ def _manifest_splits(m, path, n_items: int | None) -> dict:
             )
         out[k] = np.asarray(v, dtype=np.int64)
     check_disjoint(out, where=str(path))
-    if "splits_sha256" in m and m["splits_sha256"] != _splits_sha256(m["splits"]):
+    if "splits_sha256" not in m:  # without it, an item moved from test into train passes
+        fail(
+            "has no `splits_sha256` (the checksum `save_split_manifest` writes), so an edit of its"
+            " splits cannot be seen; refusing it — write it again with `save_split_manifest`"
+        )
+    if m["splits_sha256"] != _splits_sha256(m["splits"]):
         fail(
             "its splits were changed after it was written (they no longer match `splits_sha256`);"
             " refusing to apply an edited split — write a new one with `save_split_manifest`"

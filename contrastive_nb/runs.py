@@ -26,14 +26,16 @@ from contrastive_nb.core import (
     check_choice,
     check_int,
     check_range,
+    file_sha256,
     new_run_dir,
     read_json,
 )
 
 # %% auto #0
-__all__ = ['notebook_parameters', 'coerce_value', 'check_parameters', 'check_run_name', 'RunBusyError', 'remove_stale_partials',
-           'git_commit', 'run_environment', 'run_notebook', 'collect_results', 'format_summary', 'summarize',
-           'load_sweep', 'sweep_runs', 'run_sweep', 'sweep_results', 'publish_sweep', 'write_provenance']
+__all__ = ['ASK_ABOVE', 'notebook_parameters', 'coerce_value', 'check_parameters', 'check_run_name', 'RunBusyError',
+           'remove_stale_partials', 'git_commit', 'run_environment', 'run_notebook', 'collect_results',
+           'format_summary', 'summarize', 'load_sweep', 'sweep_runs', 'run_sweep', 'sweep_results', 'publish_sweep',
+           'write_provenance']
 
 # %% ../nbs/40_runs.ipynb #abbadca7
 _TYPES = {
@@ -65,6 +67,13 @@ def notebook_parameters(
         raise FileNotFoundError(f"`notebook` does not exist: {path}")
     if not path.is_file():
         raise ValueError(f"`notebook` must be a .ipynb file; {path} is a folder")
+    with open(path, "rb") as f:
+        head = f.read(64).lstrip()
+    if not head.startswith(b"{"):  # its text is not quoted back: it may be anything
+        raise ValueError(
+            f"{path} is not a readable Jupyter notebook: a .ipynb file is a JSON object, and this"
+            " file does not start with '{'"
+        )
     try:
         params = pm.inspect_notebook(str(path))
     except Exception as e:
@@ -89,9 +98,27 @@ def notebook_parameters(
     return out
 
 # %% ../nbs/40_runs.ipynb #a29c7788
+def _safe_yaml(text: str):
+    """`yaml.safe_load` of `text`, refusing aliases (`*name`): 300 bytes of nested aliases expand to
+    millions of items (a "billion laughs"), and a sweep or parameters file needs none. The refusal
+    is a `yaml.YAMLError` with the alias's place."""
+    import yaml
+
+    class NoAliases(yaml.SafeLoader):
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.AliasEvent):
+                raise yaml.composer.ComposerError(
+                    None, None, "YAML aliases (*name) are not allowed here: write the values out",
+                    self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+
+    return yaml.load(text, Loader=NoAliases)
+
+
 def coerce_value(
     text: str,  # the VALUE of `-p NAME VALUE`, as typed
     type_name: str | None = None,  # the declared type ('str', 'float', …; None: unknown)
+    name: str = "VALUE",  # the parameter's name, as an error names it
 ):  # a Python value: the literal `text` spells, or `text` itself
     """Read a command-line value: a Python/YAML literal when it parses as one (3, 0.5, True, [1,
     2]), else the string.
@@ -110,9 +137,14 @@ def coerce_value(
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         pass
     try:
-        v = yaml.safe_load(text)
+        v = _safe_yaml(text)
     except yaml.YAMLError:
         v = text
+    except RecursionError:
+        raise ValueError(
+            f"the value of parameter `{name}` nests too deeply ({len(text)} characters) to be a"
+            " parameter value"
+        ) from None
     v = v if isinstance(v, (bool, int, float, list, dict)) or v is None else text
     if type_name == "float" and isinstance(v, str):
         with contextlib.suppress(ValueError):
@@ -400,13 +432,60 @@ def _run_status(folder: Path) -> str | None:
     return st.get("status") if isinstance(st, dict) else None
 
 
-def _set_aside(folder: Path) -> Path:
-    "Rename a failed run folder to `<name>.failed-<k>` (the first free k); returns the new path."
-    k = 1
-    while (folder.parent / f"{folder.name}.failed-{k}").exists():
+def _set_aside(folder: Path, name: str | None = None) -> Path:
+    """Rename a failed run folder to `<name>.failed-<k>` (the first free k; `name`: the run's, by
+    default the folder's); returns the new path."""
+    name, k = name or folder.name, 1
+    while (folder.parent / f"{name}.failed-{k}").exists():
         k += 1
-    os.rename(folder, folder.parent / f"{folder.name}.failed-{k}")
-    return folder.parent / f"{folder.name}.failed-{k}"
+    os.rename(folder, folder.parent / f"{name}.failed-{k}")
+    return folder.parent / f"{name}.failed-{k}"
+
+
+def _last_update(folder: Path) -> int | None:
+    """The update of the newest checkpoint a run folder holds (its `checkpoints/latest.json`, in
+    the folder or below); None when it holds none."""
+    found = []
+    for latest in folder.glob("**/checkpoints/latest.json"):
+        try:
+            meta = read_json(latest)
+        except ValueError:
+            continue
+        if isinstance(meta, dict) and isinstance(meta.get("updates"), int):
+            found.append(meta["updates"])
+    return max(found) if found else None
+
+
+@contextlib.contextmanager
+def _forwarding_signals():
+    """While a run executes: SIGTERM or SIGINT to this process is passed on to its child processes
+    (the kernel) as SIGTERM, so `fit` checkpoints and raises `Preempted`; the run then ends as
+    'preempted'. A second signal acts as usual (the process stops). Yields the list the received
+    signal's name is put in."""
+    import signal
+
+    got, old = [], {}
+    if threading.current_thread() is not threading.main_thread():
+        yield got  # signal handlers belong to the main thread (a sweep's threads run commands)
+        return
+
+    def forward(signum, frame):
+        import psutil
+
+        got.append(signal.Signals(signum).name)
+        for s, h in old.items():  # a second signal: the usual behaviour
+            signal.signal(s, h)
+        for child in psutil.Process().children():
+            with contextlib.suppress(psutil.Error):
+                child.send_signal(signal.SIGTERM)
+
+    for s in (signal.SIGTERM, signal.SIGINT):
+        old[s] = signal.signal(s, forward)
+    try:
+        yield got
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 def _publish(work: Path, final: Path) -> Path:
@@ -431,7 +510,8 @@ def _execute(
     notebook: Path, work: Path, params: dict, timeout, log_output: bool, progress: bool
 ) -> dict:
     """Run papermill into `work`; returns the status written to `work/status.json` (the error is
-    kept, not raised)."""
+    kept, not raised): 'ok', 'failed', or 'preempted' (stopped by a signal, or `fit`'s
+    `Preempted`: the run resumes when run again)."""
     import papermill as pm
 
     here = os.path.dirname(
@@ -444,9 +524,9 @@ def _execute(
     os.environ.setdefault("CONTRASTIVE_NB_HEADLESS", "1")
     # where it runs, taken before it runs (a commit made while it runs is not what it executed)
     env = run_environment(notebook.parent)
-    t0, error = time.time(), None
-    try:
-        with open(work / "log.txt", "w") as log:
+    t0, error, signalled = time.time(), None, []
+    try:  # a resumed run's log goes on after the earlier one's
+        with open(work / "log.txt", "a") as log, _forwarding_signals() as signalled:
             pm.execute_notebook(
                 str(notebook),
                 str(work / notebook.name),
@@ -463,12 +543,16 @@ def _execute(
         BaseException
     ) as e:  # keep the partial notebook; the caller re-raises after the folder is in place
         error = e
+    stopped = signalled or getattr(error, "ename", None) == "Preempted"
     status = {
-        "status": "ok" if error is None else "failed",
+        "status": "ok" if error is None else "preempted" if stopped else "failed",
         "error": None if error is None else f"{type(error).__name__}: {error}"[:2000],
         "seconds": round(time.time() - t0, 2),
         "finished": _dt.datetime.now().isoformat(timespec="seconds"),
         **env,  # commit, versions, machine (provenance)
+        # what the run wrote, as it ended: a publish refuses files changed since
+        "outputs": {p.name: file_sha256(p) for p in sorted(work.iterdir())
+                    if p.is_file() and not p.is_symlink() and p.name != "status.json"},
     }
     atomic_write_json(work / "status.json", status)
     status["exception"] = error
@@ -484,12 +568,19 @@ def run_notebook(
     log_output: bool = True,  # copy the kernel's output to the run's log.txt
     progress: bool = False,  # papermill's progress bar
     replace_failed: bool = False,  # a failed run of this name is kept as name.failed-k, then rerun
+    log: Callable | None = print,  # where the line saying a run resumes goes (None: nowhere)
 ) -> Path:  # the run folder
     """Execute `notebook` with `parameters` into `root/name/`; returns the folder. Raises if the
-    notebook fails."""
+    notebook fails.
+
+    A run of this name that was killed (its partial folder) or stopped by a signal ('preempted')
+    is resumed: the notebook runs again in that folder, where `fit` finds its checkpoints, and
+    `log` says "resuming run NAME from update N". Given other parameters, that folder is kept as
+    `name.failed-k` and the run starts afresh."""
     declared = notebook_parameters(notebook)  # a readable notebook, or a sentence
     notebook = Path(notebook).resolve()
-    name = check_run_name(name or f"{notebook.stem}-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}")
+    default = f"{notebook.stem}-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    name = check_run_name(default if name is None else name)  # '' is refused, not the default
     if timeout is not None:
         check_range("timeout", timeout, 0, low_inclusive=False)
     params = check_parameters(notebook, dict(parameters or {}))
@@ -505,20 +596,38 @@ def run_notebook(
             f"{_lock_path(root, name)}); wait for it to finish, or choose another `name`"
         ),
     ):
-        for p, _ in _partials(root, name):  # we hold the name: these owners are gone
-            shutil.rmtree(p, ignore_errors=True)
-        if final.exists() or final.is_symlink():
+        if "out_dir" in declared:
+            params.setdefault("out_dir", ".")  # the notebook runs inside its run folder
+        wanted = {"notebook": str(notebook), "parameters": params}
+        # we hold the name: the partial folders' owners are gone, and a preempted run waits
+        stopped = [p for p, _ in _partials(root, name)][::-1]  # the newest first
+        if _run_status(final) == "preempted" and not final.is_symlink():
+            stopped.insert(0, final)
+        resume = next((p for p in stopped if _same_run(p, wanted)), None)
+        for p in stopped:  # never deleted: another run's work is kept aside, not lost
+            if p != resume:
+                _set_aside(p, name)
+        if resume is None and (final.exists() or final.is_symlink()):
             if not replace_failed or _run_status(final) == "ok":
                 raise FileExistsError(f"run folder {final} already exists; choose another `name`")
             _set_aside(final)
-        work = new_run_dir(f".{name}.partial-{os.getpid()}-{int(time.time() * 1000)}", root)
-        if "out_dir" in declared:
-            params.setdefault("out_dir", ".")  # the notebook runs inside its run folder
-        atomic_write_json(
-            work / "parameters.json", {"notebook": str(notebook), "parameters": params}
-        )
+        work = root / f".{name}.partial-{os.getpid()}-{int(time.time() * 1000)}"
+        if resume is None:
+            new_run_dir(work.name, root)
+        else:
+            os.rename(resume, work)
+            at = _last_update(work)
+            if log is not None:
+                log(f"resuming run {name!r} from update {at}" if at is not None else
+                    f"resuming run {name!r} in its folder (it holds no checkpoint yet: update 0)")
+        atomic_write_json(work / "parameters.json", wanted)
         status = _execute(notebook, work, params, timeout, log_output, progress)
         final = _publish(work, final)
+    if status["status"] == "preempted":
+        raise RuntimeError(
+            f"run {name!r} was stopped ({status['error'][:200]}); its folder {final} keeps its"
+            " checkpoints: run the same command again to resume it"
+        ) from status["exception"]
     if status["exception"] is not None:
         raise RuntimeError(
             f"run {name!r} failed ({status['error'][:300]}); the partial notebook is "
@@ -526,15 +635,30 @@ def run_notebook(
         ) from status["exception"]
     return final
 
+
+def _same_run(folder: Path, wanted: dict) -> bool:
+    "Whether a run folder's parameters.json records `wanted` (the notebook and its parameters)."
+    try:
+        return read_json(folder / "parameters.json") == json.loads(json.dumps(wanted))
+    except (FileNotFoundError, ValueError):
+        return False
+
 # %% ../nbs/40_runs.ipynb #c9f1b780
-def _flatten(d: dict, prefix: str = "") -> dict:
+def _flatten(d: dict, prefix: str = "", where="metrics") -> dict:
+    """Nested metrics as one level, `a/b`; two that flatten to one name (`{"a": {"b": 1}, "a/b":
+    2}`) are refused, naming `where` and the name (else one value would silently replace the
+    other)."""
     out = {}
     for k, v in d.items():
         key = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out.update(_flatten(v, key + "/"))
-        else:
-            out[key] = v
+        items = _flatten(v, key + "/", where).items() if isinstance(v, dict) else [(key, v)]
+        for name, value in items:
+            if name in out:
+                raise ValueError(
+                    f"{where}: two metrics flatten to the name {name!r} (a nested key and a key"
+                    " with '/'); rename one of them"
+                )
+            out[name] = value
     return out
 
 
@@ -570,7 +694,7 @@ def _run_row(d: Path, metrics_file: str) -> dict:
     }
     row.update({f"param/{k}": v for k, v in params.items() if k != "out_dir"})
     if (d / metrics_file).exists():
-        metrics = _flatten(mapping(d / metrics_file))
+        metrics = _flatten(mapping(d / metrics_file), where=d / metrics_file)
         for k, v in metrics.items():
             key = k
             while key in row or key.startswith("param/") or key != k and key in metrics:
@@ -652,7 +776,7 @@ def _read_yaml(path, what: str = "file"):
     if not path.is_file():
         raise ValueError(f"{what} {path} is a folder, not a YAML file")
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return _safe_yaml(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as e:
         raise ValueError(
             f"{what} {path} is not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start})"
@@ -859,15 +983,25 @@ def _sweep_status(spec: dict, result: dict) -> dict:
             "failed": by("failed"), "pending": by("pending")}
 
 
+def _run_once(execute, cmd: list, env_updates: dict, log) -> tuple:
+    "One attempt at a sweep's run: `(returncode, stderr)`; its 'resuming run …' line is logged."
+    try:
+        rc, said, err = execute(cmd, env_updates)
+    except Exception as e:  # the executor itself failed (e.g. a Ray cluster went away)
+        return 1, f"{type(e).__name__}: {e}"
+    for line in said.splitlines():
+        if line.startswith("resuming run "):
+            log(f"  {line}")
+    return rc, err
+
+
 def _sweep_all(spec: dict, runs: list, out: Path, parallel, log, backend: str, ray_address) -> dict:
     "Run the missing runs of a sweep whose lock is held; `sweep_status.json` follows every change."
     from concurrent.futures import ThreadPoolExecutor
     import torch
 
     declared = notebook_parameters(spec["notebook"])
-    stale = remove_stale_partials(out)
-    if stale:
-        log(f"removed {len(stale)} partial folder(s) of killed runs: {[p.name for p in stale][:5]}")
+    # the partial folders of killed runs stay: each run resumes from its own (`run_notebook`)
     n_gpu = torch.cuda.device_count() if backend == "local" else 0
     execute = (
         _ray_executor(ray_address or spec.get("ray_address"))
@@ -877,13 +1011,18 @@ def _sweep_all(spec: dict, runs: list, out: Path, parallel, log, backend: str, r
     parallel = parallel or spec.get("parallel") or max(1, n_gpu)
     todo = [(n, p) for n, p in runs if _run_status(out / n) != "ok"]
     result = {n: "skipped" for n, _ in runs} | {n: "pending" for n, _ in todo}
-    guard = threading.Lock()
+    guard, ended = threading.Lock(), []
+    # rewritten after each run, or after each 1% of a large sweep's runs (not 10,000 rewrites of a
+    # large file), and at the end
+    every = max(1, len(todo) // 100)
 
     def record(name=None, status=None):
         with guard:
             if name is not None:
                 result[name] = status
-            atomic_write_json(out / "sweep_status.json", _sweep_status(spec, result))
+                ended.append(name)
+            if name is None or len(ended) % every == 0 or len(ended) == len(todo):
+                atomic_write_json(out / "sweep_status.json", _sweep_status(spec, result))
 
     record()
     log(
@@ -897,6 +1036,8 @@ def _sweep_all(spec: dict, runs: list, out: Path, parallel, log, backend: str, r
         slot = slots.pop()
         try:
             for attempt in range(int(spec["retries"]) + 1):
+                if stopping:  # a signal stopped the sweep: no new run, no retry
+                    break
                 with _holding(
                     _lock_path(out, name),
                     busy=f"run {name} is in progress in another process",
@@ -907,30 +1048,31 @@ def _sweep_all(spec: dict, runs: list, out: Path, parallel, log, backend: str, r
                 if _run_status(out / name) == "ok":
                     break
                 env_updates = {"CUDA_VISIBLE_DEVICES": str(slot % n_gpu)} if n_gpu else {}
-                try:
-                    rc, _, err = execute(
-                        _run_command(spec, declared, name, params, out), env_updates
-                    )
-                except Exception as e:  # the executor itself failed (e.g. a Ray cluster went away)
-                    rc, err = 1, f"{type(e).__name__}: {e}"
+                rc, err = _run_once(execute, _run_command(spec, declared, name, params, out),
+                                    env_updates, log)
                 if rc == 0 and _run_status(out / name) == "ok":
                     break
                 log(
                     f"  failed  {name} (attempt {attempt + 1}):"
                     f" {(err.strip().splitlines() or ['?'])[-1][:200]}"
                 )
-            status = (
-                "ok" if _run_status(out / name) == "ok" else "failed"
-            )  # what the folder says, nothing else
+            now = _run_status(out / name)  # what the folder says, nothing else
+            status = now if now in ("ok", "preempted") else "pending" if stopping else "failed"
             if status == "ok":
                 log(f"  ok      {name}")
             record(name, status)
         finally:
             slots.append(slot)
 
-    with ThreadPoolExecutor(max_workers=parallel) as pool:
+    with _forwarding_signals() as stopping, ThreadPoolExecutor(max_workers=parallel) as pool:
         list(pool.map(one, todo))
+    if stopping:
+        log(f"sweep {spec['name']} stopped by {stopping[0]}: its runs checkpointed; run the same"
+            " command again to resume them")
     return dict(result)
+
+
+ASK_ABOVE = 500  # a sweep of more runs than this starts only with `yes` (--yes)
 
 
 def run_sweep(
@@ -941,10 +1083,18 @@ def run_sweep(
     backend: str | None = None,  # 'local' or 'ray' (default: the file's, else local)
     ray_address: str | None = None,  # HOST:PORT of a running Ray cluster
     wait: bool = False,  # the sweep runs elsewhere: wait for it (else refuse), then run the rest
-) -> dict:  # run name → 'ok', 'failed' or 'skipped' (also in sweep_status.json)
-    """Run every missing run of a sweep; returns `{run: 'ok' | 'failed' | 'skipped'}` (also in
-    sweep_status.json)."""
+    yes: bool = False,  # start a sweep of more than `ASK_ABOVE` runs (else it is refused)
+) -> dict:  # run name → 'ok', 'failed', 'preempted', 'pending' or 'skipped' (sweep_status.json)
+    """Run every missing run of a sweep; returns `{run: 'ok' | 'failed' | 'skipped' | …}` (also in
+    sweep_status.json). SIGTERM or SIGINT stops it: the runs under way checkpoint ('preempted'),
+    the rest stay 'pending', and running it again resumes them."""
     spec = load_sweep(sweep_file)
+    n_runs = math.prod(len(v) for v in spec["grid"].values()) * len(spec["seeds"])
+    if n_runs > ASK_ABOVE and not yes:  # counted before 10,000 runs' parameters are checked
+        raise ValueError(
+            f"{sweep_file} asks for {n_runs} runs (grid points × seeds), more than {ASK_ABOVE}:"
+            " check the grid, then pass --yes (`yes=True`) to start them"
+        )
     runs = sweep_runs(spec)  # refuses bad parameters before anything runs
     if parallel is not None:
         check_int("parallel", parallel, 1)
@@ -1038,6 +1188,9 @@ def _shown(path) -> str:
         return p.name
 
 
+_RUN_FILES = ("parameters.json", "status.json", "metrics.json")
+
+
 def _check_sweep_runs(spec: dict, sweep_dir: Path, sweep_file) -> dict:
     """The run names of a sweep folder that holds exactly the runs of `spec`, all finished ok with
     its parameters and notebook; their status.json by name. Anything else is refused."""
@@ -1070,7 +1223,31 @@ def _check_sweep_runs(spec: dict, sweep_dir: Path, sweep_file) -> dict:
                 f"run {sweep_dir / name} ran with {what}, not what {sweep_file} asks for: rerun it"
                 " (move it out, then `contrastive-nb sweep`)"
             )
-    return {n: read_json(sweep_dir / n / "status.json") for n in expected}
+    recorded = {n: read_json(sweep_dir / n / "status.json") for n in expected}
+    for name, st in recorded.items():
+        _check_outputs(sweep_dir / name, st)
+    return recorded
+
+
+def _check_outputs(run: Path, status: dict):
+    """Refuse a run whose files differ from the digests its status.json recorded when it ended
+    (`outputs`; runs made before runs recorded them have none)."""
+    outputs = status.get("outputs") or {}
+    if not isinstance(outputs, dict):
+        raise ValueError(f"{run / 'status.json'}: `outputs` must map file names to SHA-256 digests")
+    for fname, digest in outputs.items():
+        f = run / str(fname)
+        if Path(str(fname)).name != fname or not f.is_file() or file_sha256(f) != digest:
+            raise ValueError(
+                f"{f} was changed or removed after its run ended (it does not match the SHA-256"
+                " its status.json recorded): rerun the run rather than edit what it wrote"
+            )
+
+
+def _run_digests(sweep_dir: Path, names) -> dict:
+    "SHA-256 of the files of each run that a publish reads (parameters, status, metrics)."
+    return {n: {f: file_sha256(sweep_dir / n / f) for f in _RUN_FILES
+                if (sweep_dir / n / f).is_file()} for n in names}
 
 
 def _runs_environment(sweep_dir: Path, recorded: list, commit: str | None) -> dict:
@@ -1117,6 +1294,76 @@ def _figure_names(paths: dict, sweep_dir: Path) -> dict:
     return paths
 
 
+_JOURNAL = ".publish-journal.json"
+
+
+def _finish_publish(dest: Path) -> list:
+    """Complete what a killed publish left in `dest`: with its journal (written once every new file
+    was staged) the staged files are moved in and its removals done; then every `.publish-*`
+    leftover goes. Returns the leftovers' names. Call with the folder's publish lock held."""
+    journal, done = dest / _JOURNAL, []
+    if journal.exists():
+        j = read_json(journal)
+        plain = lambda n: isinstance(n, str) and Path(n).name == n and n not in ("", ".", "..")
+        if not (isinstance(j, dict) and plain(j.get("stage")) and j["stage"].startswith(".publish-")
+                and all(plain(n) for k in ("moves", "remove") for n in j.get(k, []))):
+            raise ValueError(f"{journal} is not a publish's journal (plain file names only): move"
+                             " it away and publish again")
+        stage = dest / j["stage"]
+        for name in j.get("moves", []):
+            if (stage / name).is_file():
+                os.replace(stage / name, dest / name)
+        for name in j.get("remove", []):
+            (dest / name).unlink(missing_ok=True)
+        journal.unlink()
+        done.append(journal.name)
+    for p in sorted([*dest.glob(".publish-*"), *dest.glob(f".{_JOURNAL}.*.tmp")]):
+        shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+        done.append(p.name)
+    return done
+
+
+def _earlier_publish(dest: Path, files: list) -> tuple:
+    """What the last publish into `dest` recorded, checked before anything changes: `(removals,
+    kept)`, the files it wrote that this one does not (unchanged since, so removed) and those it
+    cannot vouch for (left). A `dest` that holds anything else than a sweep's provenance, or a file
+    this publish would replace that no publish wrote, is refused."""
+    prov_path = dest / "provenance.json"
+    old = read_json(prov_path) if prov_path.exists() or prov_path.is_symlink() else {}
+    what = "a sweep's provenance (a mapping whose `files` lists the file names it wrote)"
+    if not isinstance(old, dict):
+        raise ValueError(f"{prov_path} holds a JSON {type(old).__name__}, not {what}: publish into"
+                         " a folder of its own, or move that file away")
+    if isinstance(old.get("files"), dict):
+        raise ValueError(f"{prov_path} records other files (`write_provenance`'s mapping of file"
+                         " → entry), not a sweep: publish the sweep into a folder of its own")
+    earlier, digests = old.get("files", []), old.get("sha256") or {}
+    if not isinstance(earlier, list) or not isinstance(digests, dict) or not all(
+            isinstance(n, str) and n and Path(n).name == n and n not in (".", "..")
+            and not n.startswith(".") and n != "provenance.json" for n in earlier):
+        raise ValueError(f"{prov_path} is not {what}: its `files` must be a list of plain file"
+                         f" names; got {str(old.get('files'))[:80]}")
+    if old and "sweep" not in old:  # a tutorial's (`make notebooks`) or a script's: not ours
+        raise ValueError(f"{prov_path} is not a sweep's provenance (it names no `sweep`: a"
+                         " tutorial's or a script's results): publish into a folder of its own")
+    for name in files:  # what this publish replaces: absent, or written by the last one
+        if (dest / name).exists() or (dest / name).is_symlink():
+            if name not in earlier or not (dest / name).is_file() or (dest / name).is_symlink():
+                raise ValueError(f"{dest / name} is in the way: no earlier publish wrote it (or it"
+                                 " is not a plain file); move it away, or publish elsewhere")
+            if name in digests and file_sha256(dest / name) != digests[name]:
+                raise ValueError(f"{dest / name} was edited after it was published; move it away"
+                                 " (or restore it), then publish again")
+    removals, kept = [], []
+    for name in sorted(set(earlier) - set(files)):
+        f = dest / name
+        if not f.exists() and not f.is_symlink():
+            continue
+        ok = f.is_file() and not f.is_symlink() and digests.get(name) == file_sha256(f)
+        (removals if ok else kept).append(name)
+    return removals, kept
+
+
 def publish_sweep(
     sweep_file,  # the sweep's YAML file
     dest,  # the results folder it is published into (e.g. nbs/results/<name>)
@@ -1126,7 +1373,17 @@ def publish_sweep(
     note: str = "",  # a sentence kept in provenance.json
 ) -> dict:  # the provenance written
     """Publish a finished sweep into `dest`: `results.parquet`, `summary.csv`, the figures and
-    `provenance.json` (sweep, grid, commit, date, versions, machine, each run's seconds)."""
+    `provenance.json` (sweep, grid, commit, date, versions, machine, each run's seconds, the
+    SHA-256 of every file published and of every run file read).
+
+    Everything is read and checked before `dest` changes; the new files are staged in `dest`,
+    a journal is written, then they are swapped in (provenance last). A publish killed before its
+    journal leaves a staging folder, after it a journal: the next publish removes the first and
+    completes the second. Only files that the last publish recorded writing, unchanged since, are
+    removed."""
+    import hashlib
+    import warnings
+
     import pandas as pd
 
     spec = load_sweep(sweep_file)
@@ -1135,17 +1392,23 @@ def publish_sweep(
         raise ValueError(f"{sweep_dir} does not exist: run `contrastive-nb sweep {sweep_file}`")
     recorded = _check_sweep_runs(spec, sweep_dir, sweep_file)
     env = _runs_environment(sweep_dir, list(recorded.values()), commit)
-    drawn = {}
-    hook = None if figures is None else (
-        lambda ok, d: drawn.update(_figure_names(figures(ok, d) or {}, d)) or drawn)
-    paths = sweep_results(sweep_dir, figures=hook)
-    files = {n: p for n, p in paths.items() if n != "results.csv"}
+    run_sha = _run_digests(sweep_dir, recorded)
     dest = Path(dest)
+    if dest.exists() and not dest.is_dir() or dest.is_symlink():
+        raise ValueError(f"`dest` {dest} must be a folder (not a file or a link)")
     dest.mkdir(parents=True, exist_ok=True)
-    old = read_json(dest / "provenance.json") if (dest / "provenance.json").exists() else {}
-    stage = Path(tempfile.mkdtemp(prefix=".publish-", dir=dest))
-    try:  # everything is copied before anything in `dest` is replaced
-        for name, p in files.items():
+    lock = Path(tempfile.gettempdir()) / ("contrastive_nb-publish-" + hashlib.sha256(
+        str(dest.resolve()).encode()).hexdigest()[:16] + ".lock")
+    with _holding(lock, f"another process is publishing into {dest}; wait for it to finish"):
+        _finish_publish(dest)  # what a killed publish left
+        drawn = {}
+        hook = None if figures is None else (
+            lambda ok, d: drawn.update(_figure_names(figures(ok, d) or {}, d)) or drawn)
+        paths = sweep_results(sweep_dir, figures=hook)
+        files = {n: p for n, p in paths.items() if n != "results.csv"}
+        removals, kept = _earlier_publish(dest, sorted(files))
+        stage = Path(tempfile.mkdtemp(prefix=".publish-", dir=dest))
+        for name, p in files.items():  # copied, then read from the copy: what is published
             shutil.copyfile(p, stage / name)
         res = pd.read_parquet(stage / "results.parquet")
         prov = {
@@ -1153,22 +1416,23 @@ def publish_sweep(
             "grid": spec["grid"], "parameters": spec["parameters"], "seeds": spec["seeds"],
             **env, "date": _dt.date.today().isoformat(),
             "runs": {"total": len(res), "ok": int((res["status"] == "ok").sum()),
-                     "seconds": {n: r.get("seconds") for n, r in recorded.items()}},
+                     "seconds": {n: r.get("seconds") for n, r in recorded.items()},
+                     "sha256": run_sha},
             "files": sorted(files),
+            "sha256": {n: file_sha256(stage / n) for n in sorted(files)},
             "figures": None if figures is None else
             f"{getattr(figures, '__module__', '?')}:{getattr(figures, '__qualname__', '?')}",
             "note": note,
         }
-        for name in files:
-            os.replace(stage / name, dest / name)
-        # what an earlier publish wrote and this one does not is not left beside it
-        earlier = old.get("files") if isinstance(old.get("files"), list) else []
-        for name in set(earlier) - set(files):
-            if Path(name).name == name:
-                (dest / name).unlink(missing_ok=True)
-        atomic_write_json(dest / "provenance.json", prov)
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
+        atomic_write_json(stage / "provenance.json", prov)
+        atomic_write_json(dest / _JOURNAL, {"stage": stage.name, "remove": removals,
+                                            "moves": sorted(files) + ["provenance.json"]})
+        _finish_publish(dest)  # the swap: the same steps a later publish would complete
+    if kept:
+        warnings.warn(
+            f"left {kept} in {dest}: an earlier publish listed them, but they changed since (or it"
+            " recorded no digest), so they may not be its; remove them by hand if they are stale"
+        )
     return prov
 
 # %% ../nbs/40_runs.ipynb #c3e1f2a5

@@ -39,6 +39,7 @@ from contrastive_nb.core import (
     file_sha256,
     read_json,
 )
+from .data import _csv_table
 
 # %% auto #0
 __all__ = ['PAD', 'UNK', 'TEXT_DATASETS', 'DEFAULT_PACKAGES', 'GENERIC_PATH_WORDS', 'tokenize', 'Vocab', 'pad_ids', 'tag_words',
@@ -331,20 +332,20 @@ def read_text_tags_csv(
     sep: str = "|",  # separator between the tags of a row
     encoding: str = "utf-8",  # the file's text encoding
 ) -> TextTags:  # the texts and their tags
-    "(text, tags) from a CSV; rows with no tag are kept with an empty tag list."
+    """(text, tags) from a CSV; rows with no tag are kept with an empty tag list. Read as
+    `csv_image_dataset` reads its CSV (`data._csv_table`): a UTF-8 BOM is dropped, another
+    encoding is named, and an unterminated quote, a row with more or fewer fields than the
+    header, a header naming a column twice, a NUL byte, a field over the size limit and an empty
+    file are refused with the file and line."""
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"`path` does not exist: {path}")
-    with open(path, newline="", encoding=encoding) as f:
-        rows = list(csv.DictReader(f))
-    if not rows:
-        raise ValueError(f"{path} has no rows")
+    rows = _csv_table(path, encoding)
     for col, arg in ((text_col, "text_col"), (tags_col, "tags_col")):
         if col not in rows[0]:
-            raise ValueError(f"`{arg}`={col!r} is not a column of {path}; columns: {list(rows[0])}")
+            cols = [c for c in rows[0] if c != "_line"]
+            raise ValueError(f"`{arg}`={col!r} is not a column of {path}; columns: {cols}")
     return TextTags(
-        [r[text_col] or "" for r in rows],
-        [[t.strip() for t in (r[tags_col] or "").split(sep) if t.strip()] for r in rows],
+        [r[text_col] for r in rows],
+        [[t.strip() for t in r[tags_col].split(sep) if t.strip()] for r in rows],
         str(path),
     )
 
@@ -354,25 +355,46 @@ def jsonl_records(
     keys=(),  # fields every record must have
 ):
     """Yield `(line_number, record)` of a JSON-lines file, blank lines skipped; errors name the
-    line and a missing key."""
+    file and line: not UTF-8 (a BOM is dropped), not JSON, nested too deeply, not an object, a
+    missing key; a file without records is refused, as an empty CSV is."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"`path` does not exist: {path}")
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
+    if not path.is_file():
+        raise ValueError(f"`path` must be a JSON-lines file; {path} is a folder")
+    found = 0
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8-sig" if n == 1 else "utf-8")
+            except UnicodeDecodeError as e:
+                raise ValueError(
+                    f"{path} line {n} is not UTF-8 text (byte 0x{raw[e.start]:02x}); JSON lines are"
+                    " UTF-8: save the file as UTF-8"
+                ) from None
             if not line.strip():
                 continue
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as e:
                 raise ValueError(f"{path} line {n} is not JSON ({e})") from None
+            except RecursionError:
+                raise ValueError(f"{path} line {n} nests too deeply to be a record") from None
+            if not isinstance(obj, dict):
+                raise ValueError(
+                    f"{path} line {n} must be a JSON object ({{\"key\": value, …}}); got a"
+                    f" {type(obj).__name__}: {line.strip()[:60]}"
+                )
             missing = [k for k in keys if k not in obj]
             if missing:
                 raise ValueError(
                     f"{path} line {n} lacks `{'` or `'.join(keys)}` ({missing[0]!r} is missing);"
                     f" keys: {sorted(obj)}"
                 )
+            found += 1
             yield n, obj
+    if not found:
+        raise ValueError(f"{path} holds no records (one JSON object per line)")
 
 
 def read_text_tags_jsonl(
@@ -383,10 +405,16 @@ def read_text_tags_jsonl(
     "(text, tags) from JSON lines; errors name the line."
     texts, tags = [], []
     for n, obj in jsonl_records(path, (text_key, tags_key)):
-        if not isinstance(obj[tags_key], list):
-            raise ValueError(f"{path} line {n}: `{tags_key}` must be a list; got {obj[tags_key]!r}")
-        texts.append(str(obj[text_key]))
-        tags.append([str(t) for t in obj[tags_key]])
+        text, tag_list = obj[text_key], obj[tags_key]
+        if not isinstance(text, str):  # null is not the text "None"
+            raise ValueError(f"{path} line {n}: `{text_key}` must be a string; got"
+                             f" {json.dumps(text)[:60]}")
+        if not isinstance(tag_list, list) or not all(isinstance(t, (str, int)) and
+                                                     not isinstance(t, bool) for t in tag_list):
+            raise ValueError(f"{path} line {n}: `{tags_key}` must be a list of strings; got"
+                             f" {json.dumps(tag_list)[:60]}")
+        texts.append(text)
+        tags.append([str(t) for t in tag_list])
     return TextTags(texts, tags, str(path))
 
 

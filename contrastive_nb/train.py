@@ -1581,8 +1581,21 @@ class Optimization:
     warmup_epochs: int = 0  # epochs of linear warm-up
     max_grad_norm: float | None = None  # clip the gradient norm to this (None: no clipping)
 
-    def __post_init__(self):  # the optimiser's own settings are checked when it is built
+    def __post_init__(self):  # every field, when built: a wrong one cannot silently train wrong
+        check_choice("optimizer", self.optimizer, ["sgd", "lars"])
+        check_range("lr", self.lr, 0, low_inclusive=False)  # a str, a bool, NaN: refused
+        check_range("momentum", self.momentum, 0, 1, high_inclusive=False)
+        check_range("weight_decay", self.weight_decay, 0)
         check_int("warmup_epochs", self.warmup_epochs, 0)
+        if self.max_grad_norm is not None:  # ≤ 0 would flip the gradient or zero it
+            check_range("max_grad_norm", self.max_grad_norm, 0, low_inclusive=False)
+
+
+def _check_flag(name: str, value, none: bool = False):
+    "Refuse anything but True or False (and None when `none`): 'no' and 'false' are true in Python."
+    if not (isinstance(value, (bool, np.bool_)) or none and value is None):
+        allowed = "True, False or None" if none else "True or False"
+        raise ValueError(f"`{name}` must be {allowed}; got {value!r} ({type(value).__name__})")
 
 
 @dataclass(frozen=True)
@@ -1596,6 +1609,20 @@ class Checkpointing:
     handle_signals: bool = True  # on SIGTERM/SIGUSR1: checkpoint and raise `Preempted`
     # resume although the data changed: True, or loader names ({'labeled'})
     allow_data_change: object = False
+
+    def __post_init__(self):  # every field, when built
+        if self.run_dir is not None and (
+            not isinstance(self.run_dir, (str, os.PathLike)) or not str(self.run_dir).strip()
+        ):
+            raise ValueError(
+                "`run_dir` must be the path of the run folder (or None: no checkpoints); got"
+                f" {self.run_dir!r}" + (" (the empty path would be the current folder)"
+                                        if isinstance(self.run_dir, str) else "")
+            )
+        if self.stop_after_epoch is not None:  # 0 would still run the first epoch
+            check_int("stop_after_epoch", self.stop_after_epoch, 1)
+        _check_flag("handle_signals", self.handle_signals)
+        self.checkpointer()  # `every`, `keep`, `allow_data_change`: the checkpointer's checks
 
     def checkpointer(
         self,
@@ -1632,7 +1659,6 @@ def _wrap(model, dev, world):
         net, device_ids=[dev.index] if cuda else None, broadcast_buffers=not cuda
     )
 
-
 # %% ../nbs/05_train.ipynb #96e50178
 @dataclass
 class RuntimeOptions:
@@ -1655,10 +1681,19 @@ class RuntimeOptions:
     progress: bool = True  # show a progress bar per epoch
     validate: bool = True  # check the datasets and the model before the first update
 
-    def __post_init__(self):
+    def __post_init__(self):  # every field, when built (and again when `fit` takes it)
+        for name in ("channels_last", "cudnn_benchmark", "tf32"):
+            _check_flag(name, getattr(self, name), none=True)
+        for name in ("deterministic", "amp", "progress", "validate"):
+            _check_flag(name, getattr(self, name))
         check_int("check_every", self.check_every, 1)
         check_int("num_workers", self.num_workers, 0)
-        if not isinstance(self.compile, (bool, str)):
+        if not isinstance(self.device, (str, torch.device)):
+            raise ValueError(
+                "`device` must be 'auto', 'cpu', 'cuda', 'cuda:N' or a torch.device; got"
+                f" {self.device!r}"
+            )
+        if not isinstance(self.compile, (bool, str)) or self.compile == "":
             raise ValueError(
                 f"`compile` must be True, False or a torch.compile backend's name; got"
                 f" {self.compile!r}"
@@ -1707,7 +1742,6 @@ def _runtime_model(model: nn.Module, opts: dict):
     if opts["channels_last"]:
         model = model.to(memory_format=torch.channels_last)
     return torch.compile(model, backend=opts["compile"]) if opts["compile"] else model
-
 
 # %% ../nbs/05_train.ipynb #2b4f561e
 def fit(

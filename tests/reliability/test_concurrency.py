@@ -1,6 +1,6 @@
 """Two commands at once: two `contrastive-nb run --name X`, two `contrastive-nb sweep` of one file. Each run name and
-each sweep has a lock; the second command is refused with a sentence (or waits, `--wait`); a partial folder is removed
-only when its owner process is gone; no finished run is ever hidden or deleted; `sweep_status.json` tells the truth.
+each sweep has a lock; the second command is refused with a sentence (or waits, `--wait`); a partial folder is never
+removed (a killed run's is resumed by its next run); no finished run is ever hidden or deleted; `sweep_status.json` tells the truth.
 And a sweep's `name` cannot leave `--root`."""
 import json
 import subprocess
@@ -92,7 +92,8 @@ def test_two_sweeps_of_one_file_lose_nothing(notebook, tmp_path, capsys):
     log = []
     try:
         _until(lambda: len(list(out.glob(".tag-b_seed-*.partial-*"))) == 2, "both runs of the first sweep to start")
-        assert not (out / ".dead.partial-999999-1").exists(), "the partial folder of a dead run was kept"
+        # a killed run's partial folder is kept (issue 46): the next run of that name resumes in it
+        assert (out / ".dead.partial-999999-1").exists(), "the partial folder of a killed run was deleted"
         assert (out / ".alive.partial-999998-1").exists(), "a partial folder whose owner is alive was deleted"
         partials = sorted(p.name for p in out.glob(".tag-b_seed-*.partial-*"))
         rc, err = _main(capsys, "sweep", sweep, "--root", runs)
@@ -118,7 +119,8 @@ def test_two_sweeps_of_one_file_lose_nothing(notebook, tmp_path, capsys):
         run = out / f"tag-b_seed-{s}"
         assert json.loads((run / "status.json").read_text())["status"] == "ok"
         assert json.loads((run / "metrics.json").read_text()) == {"seed": s, "tag": "b"}
-    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == [".alive.partial-999998-1", ".locks"]
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == [
+        ".alive.partial-999998-1", ".dead.partial-999999-1", ".locks"]
     assert not list(out.glob("*.failed-*"))
 
 
