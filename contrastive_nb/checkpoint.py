@@ -352,6 +352,11 @@ def load_checkpoint(
         side = _read_meta(p.with_suffix(".json"))
         if side is not None and side["path"] == p.name and all(p != c for c, _ in candidates):
             candidates.append((p, side["sha256"]))
+    if not candidates and not files:  # only a pointer, and it is garbage
+        raise CheckpointError(
+            f"{latest} is not a readable checkpoint pointer and {ckpt_dir} holds no checkpoint "
+            "file to fall back to: move it away to start a new run"
+        )
     if not candidates:
         raise CheckpointError(
             f"{ckpt_dir} holds checkpoint file(s) that nothing can verify (no readable latest.json "
@@ -501,6 +506,11 @@ def _config_changes(old, new, at: str = "") -> list:
         ]
     if old == new:
         return []
+    if isinstance(old, (list, tuple)) and isinstance(new, (list, tuple)):
+        # item by item, so a change deep inside a long list is named, never cut off
+        length = [] if len(old) == len(new) else [f"{at}: {len(old)} items -> {len(new)} items"]
+        items = [_config_changes(a, b, f"{at}[{i}]") for i, (a, b) in enumerate(zip(old, new))]
+        return length + [c for found in items for c in found]
     # show where they part
     if isinstance(old, str) and isinstance(new, str) and max(len(old), len(new)) > 60:
         i = next((k for k, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
