@@ -391,9 +391,10 @@ def t_summary(
     sd: float,  # sample sd (ddof 1) of the paired differences
     confidence: float = 0.95,  # coverage of the interval; the test's level is 1 − confidence
     power: float = 0.8,  # power at which the minimum detectable effect is stated
+    tests: int = 1,  # distinct tests in the Holm family: the mde is at level (1 − confidence)/tests
 ) -> dict:  # {'t_low', 't_high', 'p', 'mde'}
-    """Student-t interval, two-sided paired t-test p-value and minimum detectable effect from a
-    mean difference's `n`, `diff` and `sd` (NaN below 2 pairs)."""
+    """Student-t interval, two-sided paired t-test p-value and minimum detectable effect (at Holm's
+    most stringent level in a family of `tests`) from a mean difference's `n`, `diff` and `sd`."""
     from scipy import stats
 
     lo, hi = (float(v) for v in t_interval(n, diff, sd, confidence))
@@ -403,7 +404,8 @@ def t_summary(
         p = 1.0 if diff == 0 else 0.0
     else:
         p = float(2 * stats.t.sf(abs(diff) / (sd / math.sqrt(n)), int(n) - 1))
-    mde = min_detectable_effect(sd, n, 1 - confidence, power) if n >= 2 else math.nan
+    check_int("tests", tests, 1)
+    mde = min_detectable_effect(sd, n, (1 - confidence) / tests, power) if n >= 2 else math.nan
     return {"t_low": lo, "t_high": hi, "p": p, "mde": mde}
 
 # %% ../nbs/07_evaluate.ipynb #cdd4063f
@@ -452,29 +454,46 @@ def _verdict_wording(n, lo, hi, p, q, up, down, alpha, tests, positive, negative
 
 
 def claim_verdicts(
-    table: pd.DataFrame,  # one row per comparison: `n`, `diff`, `t_low`, `t_high`, `p`, `mde`
+    table: pd.DataFrame,  # one row per comparison: `n`, `diff`, `t_low`, `t_high`, `p` (and `sd`)
     positive: str = "reproduced",  # wording when the claim (A beats B) holds
     negative: str = "reversed",  # wording when A is significantly below B
     alpha: float = 0.05,  # family-wise level of Holm over the rows; the intervals' level is 1 − it
     claim: str = "claim",  # the column that receives the wording
-) -> pd.DataFrame:  # a copy of `table` with `p_holm`, `verdict` and `claim`
-    """Holm-adjusted p-values over the table and the verdict rule: `positive` needs p_holm < alpha
-    and the t interval above 0; otherwise the claim says what the t interval rules out."""
+    power: float = 0.8,  # power at which `mde` is stated (at level alpha/m, m distinct tests)
+) -> pd.DataFrame:  # a copy of `table` with `p_holm`, `mde`, `verdict` and `claim`
+    """Holm-adjusted p-values over the table's distinct tests, `mde` at Holm's most stringent level
+    alpha/m and the verdict rule: `positive` needs p_holm < alpha and the t interval above 0."""
+    from scipy import stats
+
     check_range("alpha", alpha, 0, 1, low_inclusive=False, high_inclusive=False)
-    missing = [c for c in ("n", "diff", "t_low", "t_high", "p", "mde") if c not in table.columns]
+    missing = [c for c in ("n", "diff", "t_low", "t_high", "p") if c not in table.columns]
     if missing:
         raise ValueError(
-            f"`table` has no column(s) {missing}; it needs n, diff, t_low, t_high, p and mde"
+            f"`table` has no column(s) {missing}; it needs n, diff, t_low, t_high and p"
             " (t_summary)"
         )
     out = table.copy()
-    out["p_holm"] = holm(out["p"].to_numpy(dtype=np.float64))
     lo, hi = out["t_low"].to_numpy(dtype=np.float64), out["t_high"].to_numpy(dtype=np.float64)
     n = out["n"].to_numpy(dtype=np.float64)
+    # one test per distinct (n, diff, interval, p): a repeated row is the same test, counted once
+    stats_ = np.round(out[["n", "diff", "t_low", "t_high", "p"]].to_numpy(np.float64), 12)
+    key = pd.Series([repr(r) for r in stats_.tolist()])
+    codes, _ = pd.factorize(key)
+    first = np.flatnonzero(~key.duplicated().to_numpy())  # in the order of the codes
+    p_first = out["p"].to_numpy(dtype=np.float64)[first]
+    out["p_holm"] = holm(p_first)[codes]
+    tests = int((~np.isnan(p_first)).sum())
+    if "sd" in out.columns:
+        sd = out["sd"].to_numpy(dtype=np.float64)
+    else:  # the interval's half-width is t(1 − alpha/2, n − 1)·sd/√n
+        with np.errstate(invalid="ignore"):
+            q = stats.t.ppf(1 - alpha / 2, np.where(n >= 2, n - 1, 1))
+        sd = np.where(n >= 2, (hi - lo) / 2 * np.sqrt(np.where(n >= 2, n, 1)) / q, np.nan)
+    out["mde"] = [min_detectable_effect(s, k, alpha / max(tests, 1), power) if k >= 2 else math.nan
+                  for s, k in zip(sd, n)]
     sig = (out["p_holm"].to_numpy() < alpha) & (n >= 2)
     up, down = sig & (lo > 0), sig & (hi < 0)
     out["verdict"] = np.where(up, "higher", np.where(down, "lower", "not distinguishable here"))
-    tests = int(out["p"].notna().sum())
     out[claim] = [
         _verdict_wording(*row, alpha, tests, positive, negative)
         for row in zip(n, lo, hi, out["p"].to_numpy(dtype=np.float64), out["p_holm"], up, down)
@@ -591,7 +610,8 @@ def paired_table(
         rows.append(row)
     out = pd.DataFrame(rows)
     arms = out[arm] != baseline
-    out.loc[arms, ["p_holm", "verdict"]] = claim_verdicts(
-        out[arms], "higher", "lower", 1 - confidence, claim="verdict"
-    )[["p_holm", "verdict"]]
+    paired = out[arms].assign(sd=out.loc[arms].get("sd_diff", math.nan))  # the differences' sd
+    out.loc[arms, ["p_holm", "mde", "verdict"]] = claim_verdicts(
+        paired, "higher", "lower", 1 - confidence, claim="verdict"
+    )[["p_holm", "mde", "verdict"]]
     return out

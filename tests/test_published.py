@@ -8,15 +8,16 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
-from contrastive_nb.evaluate import BOOT_MIN_PAIRS, t_summary
+from contrastive_nb.evaluate import BOOT_MIN_PAIRS, min_detectable_effect, t_summary
 from contrastive_nb.protocol import long_table
 from contrastive_nb.runs import load_sweep, sweep_runs
 from helpers import ROOT, TUT, tutorial_arms
 
 RES = ROOT / "nbs" / "results"
 sys.path.insert(0, str(ROOT / "docs"))
-from claims_stats import restated  # noqa: E402
+from claims_stats import metrics_families, restated, restated_family  # noqa: E402
 
 FOLDERS = sorted(p for p in RES.iterdir() if p.is_dir() and not p.name.startswith("."))
 CLAIMS = sorted(RES.rglob("claims*.parquet"))
@@ -60,11 +61,28 @@ def test_claims_tables_carry_the_statistics_and_the_rules_verdicts(table):
     np.testing.assert_array_equal(claims["verdict"], restated(claims)["verdict"])
     small = claims["n"] < BOOT_MIN_PAIRS
     assert claims.loc[small, [c for c in claims if c.startswith("boot")]].isna().all().all()
-    # the saved interval, p and mde are what (n, diff, sd) give: nothing was edited by hand
+    # the saved interval, p and mde are what (n, diff, sd) give, the mde at the verdict's level: Holm's
+    # most stringent, 0.05/m over the family's m distinct tests (a repeated row is one test)
+    m = len(claims.loc[claims["p"].notna(), ["n", "diff", "sd", "p"]].drop_duplicates())
     for _, r in claims.iterrows():
-        t = t_summary(int(r["n"]), r["diff"], r["sd"])
+        t = t_summary(int(r["n"]), r["diff"], r["sd"], tests=m)
         np.testing.assert_allclose([r[k] for k in t], list(t.values()), rtol=1e-9, atol=1e-12,
                                    err_msg=r.get("claim", ""))
+
+
+METRICS = sorted(p for p in RES.glob("*/metrics.json") if metrics_families(json.loads(p.read_text())))
+
+
+@pytest.mark.parametrize("path", METRICS, ids=lambda p: p.parent.name)
+def test_claims_families_in_metrics_carry_the_rules_mde_and_verdicts(path):
+    "The families a tutorial saved in its metrics.json: the same rule, the mde at 0.05/m of the family."
+    for name, (t, col) in metrics_families(json.loads(path.read_text())).items():
+        np.testing.assert_array_equal(t[col], restated_family(t, col)[col], err_msg=name)
+        m = int(t["p"].notna().sum())
+        for _, r in t.iterrows():
+            sd = (r.t_high - r.t_low) / 2 * np.sqrt(r.n) / stats.t.ppf(0.975, r.n - 1)
+            want = min_detectable_effect(sd, int(r.n), 0.05 / m)
+            np.testing.assert_allclose(r["mde"], want, rtol=1e-9, err_msg=f"{name}: {r[col]}")
 
 
 @pytest.mark.parametrize("folder", SWEEPS, ids=lambda p: p.name)
