@@ -32,8 +32,8 @@ from contrastive_nb.core import (
 )
 
 # %% auto #0
-__all__ = ['ASK_ABOVE', 'notebook_parameters', 'coerce_value', 'check_parameters', 'check_run_name', 'RunBusyError',
-           'remove_stale_partials', 'git_commit', 'run_environment', 'run_notebook', 'collect_results',
+__all__ = ['SWEEP_RUN_ENV', 'ASK_ABOVE', 'notebook_parameters', 'coerce_value', 'check_parameters', 'check_run_name',
+           'RunBusyError', 'remove_stale_partials', 'git_commit', 'run_environment', 'run_notebook', 'collect_results',
            'format_summary', 'summarize', 'load_sweep', 'sweep_runs', 'run_sweep', 'sweep_results', 'publish_sweep',
            'write_provenance']
 
@@ -456,36 +456,50 @@ def _last_update(folder: Path) -> int | None:
     return max(found) if found else None
 
 
+SWEEP_RUN_ENV = "CONTRASTIVE_NB_SWEEP_RUN"  # set to "1" in the environment of a sweep's local runs
+
+
 @contextlib.contextmanager
 def _forwarding_signals():
-    """While a run executes: SIGTERM or SIGINT to this process is passed on to its child processes
-    (the kernel) as SIGTERM, so `fit` checkpoints and raises `Preempted`; the run then ends as
+    """While a run executes: SIGTERM or SIGINT to this process is passed on to the child processes
+    started meanwhile (the kernel) as SIGTERM, so `fit` checkpoints and raises `Preempted`; the run then ends as
     'preempted'. A second signal acts as usual (the process stops). Yields the list the received
     signal's name is put in."""
     import signal
+
+    import psutil
 
     got, old = [], {}
     if threading.current_thread() is not threading.main_thread():
         yield got  # signal handlers belong to the main thread (a sweep's threads run commands)
         return
+    # only the children this run starts (its kernel, a sweep's runs): a caller's own processes
+    # (a tensorboard, a Ray head started before) are not ours to stop
+    theirs = {child.pid for child in psutil.Process().children()}
 
     def forward(signum, frame):
-        import psutil
-
         got.append(signal.Signals(signum).name)
         for s, h in old.items():  # a second signal: the usual behaviour
             signal.signal(s, h)
         for child in psutil.Process().children():
-            with contextlib.suppress(psutil.Error):
-                child.send_signal(signal.SIGTERM)
+            if child.pid not in theirs:
+                with contextlib.suppress(psutil.Error):
+                    child.send_signal(signal.SIGTERM)
 
-    for s in (signal.SIGTERM, signal.SIGINT):
+    # a sweep's run shares the sweep's process group: Ctrl-C reaches it as SIGINT from the terminal
+    # and as SIGTERM from the sweep, and the second would kill it before `fit` has checkpointed; it
+    # takes SIGTERM alone (a sweep given SIGINT passes SIGTERM on)
+    in_sweep = os.environ.get(SWEEP_RUN_ENV) == "1"
+    ignored = signal.signal(signal.SIGINT, signal.SIG_IGN) if in_sweep else None
+    for s in (signal.SIGTERM,) if in_sweep else (signal.SIGTERM, signal.SIGINT):
         old[s] = signal.signal(s, forward)
     try:
         yield got
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+        if in_sweep:
+            signal.signal(signal.SIGINT, ignored)
 
 
 def _publish(work: Path, final: Path) -> Path:
@@ -945,7 +959,9 @@ def _ray_executor(address: str | None):
 def _local_executor(cmd, env_updates):
     import subprocess
 
-    p = subprocess.run(cmd, env={**os.environ, **env_updates}, capture_output=True, text=True)
+    # the run takes SIGTERM alone (`_forwarding_signals`): Ctrl-C reaches it once, through the sweep
+    env = {**os.environ, **env_updates, SWEEP_RUN_ENV: "1"}
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     return p.returncode, p.stdout[-2000:], p.stderr[-4000:]
 
 
