@@ -306,13 +306,13 @@ def image_folder_dataset(
     return ds
 
 # %% ../nbs/01_data.ipynb #c1b78ca5
-def _csv_table(path: Path, encoding: str = "utf-8") -> list:
+def _csv_table(path: Path, encoding: str = "utf-8", arg: str = "csv_path") -> list:
     """The data rows of a CSV file as dicts (header → cell) plus `_line`, the line each row starts
-    on."""
+    on; `arg` is the caller's name for the path, as errors name it."""
     if not path.exists():
-        raise FileNotFoundError(f"`csv_path` does not exist: {path}")
+        raise FileNotFoundError(f"`{arg}` does not exist: {path}")
     if not path.is_file():
-        raise ValueError(f"`csv_path` must be a CSV file; {path} is a folder")
+        raise ValueError(f"`{arg}` must be a CSV file; {path} is a folder")
     raw = path.read_bytes()
     try:
         text = raw.decode(

@@ -338,7 +338,7 @@ def read_text_tags_csv(
     header, a header naming a column twice, a NUL byte, a field over the size limit and an empty
     file are refused with the file and line."""
     path = Path(path)
-    rows = _csv_table(path, encoding)
+    rows = _csv_table(path, encoding, arg="path")
     for col, arg in ((text_col, "text_col"), (tags_col, "tags_col")):
         if col not in rows[0]:
             cols = [c for c in rows[0] if c != "_line"]
