@@ -341,7 +341,8 @@ def _csv_table(path: Path, encoding: str = "utf-8", arg: str = "csv_path") -> li
                 continue  # a blank line
             if header is None:
                 header = cells
-                dup = sorted({c for c in cells if cells.count(c) > 1})
+                # unnamed columns (the trailing commas a spreadsheet leaves) are no one's column
+                dup = sorted({c for c in cells if c.strip() and cells.count(c) > 1})
                 if dup:
                     raise ValueError(
                         f"{path} line {line}: the header names column(s) {dup} more than once"
@@ -354,9 +355,12 @@ def _csv_table(path: Path, encoding: str = "utf-8", arg: str = "csv_path") -> li
                 )
             rows.append(dict(zip(header, cells), _line=str(line)))
     except csv.Error as e:
-        raise ValueError(
-            f"{path} line {reader.line_num} is not valid CSV ({e}); check its quotes"
-        ) from None
+        hint = (
+            f"a field is longer than the CSV reader's limit of {csv.field_size_limit()} characters"
+            if "field limit" in str(e)
+            else "check its quotes"
+        )
+        raise ValueError(f"{path} line {reader.line_num} is not valid CSV ({e}); {hint}") from None
     if header is None:
         raise ValueError(f"{path} is empty: it needs a header row and one row per image")
     if not rows:
