@@ -342,6 +342,12 @@ class Explorer(ExplorerState, _WidgetOrStatic):
         categorical=None,
     ):
         table = check_embedding_table(table)
+        if not all(callable(p) for p in panels):
+            raise ValueError(
+                "`panels` must be functions of the explorer returning (title, content), e.g."
+                " audit.audit_panel([...])"
+            )
+        self.panels, self._panel_results, self._widget = list(panels), None, None
         check_choice("method", method, PROJECTION_METHODS)
         z = table_embeddings(table)
         if xy is None and {"x", "y"} <= set(table.columns):
@@ -353,12 +359,6 @@ class Explorer(ExplorerState, _WidgetOrStatic):
                     f"{MIN_ROWS[method]}); pass `xy` (an (n, 2) layout) or method='pca'"
                 )
             xy = projection(z, method, seed=seed, cache_dir=cache_dir)
-        if not all(callable(p) for p in panels):
-            raise ValueError(
-                "`panels` must be functions of the explorer returning (title, content), e.g."
-                " audit.audit_panel([...])"
-            )
-        self.panels, self._panel_results, self._widget = list(panels), None, None
         super().__init__(
             table,
             xy,
