@@ -325,25 +325,32 @@ def direction_stability(
 
 # %% ../nbs/31_audit.ipynb #bcec554d
 def _label_codes(table, label):
-    "(codes (n,) int64, −1 where the label is missing; the label values)"
+    "(codes (n,) int64, −1 where the label is missing (NaN, None, or a number < 0); the values)"
     if label not in table:
         columns = [c for c in table.columns if c != "embedding"]
         raise ValueError(f"`label` must be a column of the table {columns}; got {label!r}")
     v = table[label]
     missing = v.isna().to_numpy()
+    if pd.api.types.is_numeric_dtype(v) and not pd.api.types.is_bool_dtype(v):
+        missing = missing | (v < 0).fillna(False).to_numpy(bool)  # −1: the library's unlabeled item
     codes, values = pd.factorize(v.where(~missing, None), use_na_sentinel=True)
     return np.where(missing, -1, codes).astype(np.int64), np.asarray(values, dtype=object)
 
 
 def suspected_label_errors(
-    table: pd.DataFrame,  # an embedding table; rows without a label get no score and do not vote
+    # an embedding table; rows without a label (NaN, None, or a number < 0 such as −1) get no
+    # score and do not vote
+    table: pd.DataFrame,
     k: int = 10,  # labeled neighbours that vote, the row itself left out
     label: str = "label",  # the label column
 ) -> pd.DataFrame:  # per row: `score`, `label`, `suggested`, `suggested_share`
     """Per row, how strongly its label disagrees with its k nearest labeled neighbours' labels
-    (cosine): `score` = their share with another label (NaN when unlabeled)."""
+    (cosine): `score` = their share with another label (NaN when unlabeled: a missing label or a
+    number < 0, the library's −1)."""
     codes, values = _label_codes(table, label)
     lab = np.flatnonzero(codes >= 0)
+    if not len(lab):
+        raise ValueError(f"no labeled rows in `{label}`: every label is missing or < 0")
     check_int("k", k, 1, max(1, len(lab) - 1))
     idx, _ = knn_indices(unit_rows(table_embeddings(table)[lab]), k, unit=True)
     votes = codes[lab][idx]  # (m, k) the neighbours' labels
@@ -368,12 +375,16 @@ def suspected_label_errors(
 def label_next(
     table: pd.DataFrame,  # an embedding table
     n: int,  # rows to pick
-    label: str | None = "label",  # labeled rows are never picked (kcenter: they cover); None: none
+    # labeled rows are never picked (kcenter: they cover); NaN, None or a number < 0 (−1) is
+    # unlabeled; None: no label column
+    label: str | None = "label",
     method: str = "kmeans",  # `'kmeans'` (cluster representatives) or `'kcenter'` (greedy k-center)
     seed: int = 0,  # k-means' initialisation; k-center's first pick when nothing is labeled
 ) -> np.ndarray:  # (n,) row positions of unlabeled rows, in pick order
     """`n` unlabeled rows to label next that cover the embedding: k-means cluster representatives
-    (largest cluster first) or greedy k-center picks (cosine distance)."""
+    (largest cluster first; picks short of `n`, from empty clusters when fewer distinct embeddings,
+    are filled k-center style) or greedy k-center picks (cosine distance). A label that is missing
+    or a number < 0 (the library's −1) is unlabeled."""
     check_choice("method", method, ["kmeans", "kcenter"])
     check_int("seed", seed, 0)
     taken = np.zeros(len(table), bool) if label is None else _label_codes(table, label)[0] >= 0
@@ -385,22 +396,30 @@ def label_next(
         )
     check_int("n", n, 1, len(pool))
     zu = unit_rows(table_embeddings(table)).numpy()
+    picks = []
     if method == "kmeans":
-        from sklearn.cluster import KMeans
+        import warnings
 
-        km = KMeans(n, n_init=3, random_state=seed).fit(zu[pool])
-        picks = []
+        from sklearn.cluster import KMeans
+        from sklearn.exceptions import ConvergenceWarning
+
+        with warnings.catch_warnings():  # fewer distinct embeddings than n: handled below
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            km = KMeans(n, n_init=3, random_state=seed).fit(zu[pool])
         for c in np.argsort(-np.bincount(km.labels_, minlength=n), kind="stable"):
             members = pool[km.labels_ == c]
-            picks.append(members[((zu[members] - km.cluster_centers_[c]) ** 2).sum(1).argmin()])
-        return np.asarray(picks, np.int64)
+            if len(members):  # an empty cluster: its pick is filled k-center style below
+                near = ((zu[members] - km.cluster_centers_[c]) ** 2).sum(1).argmin()
+                picks.append(members[near])
+        if len(picks) == n:
+            return np.asarray(picks, np.int64)
+        taken[picks] = True
     # k-center: each row's cosine distance to its nearest labeled (then also picked) row
     dist, have = np.full(len(table), np.inf), np.flatnonzero(taken)
     step = max(1, 2**25 // len(table))
     for s in range(0, len(have), step):
         dist = np.minimum(dist, 1 - (zu @ zu[have[s : s + step]].T).max(1))
-    picks = []
-    for i in range(n):
+    for i in range(len(picks), n):
         if i == 0 and not len(have):  # nothing labeled: a seeded first pick
             j = int(np.random.default_rng(seed).choice(pool))
         else:

@@ -256,19 +256,30 @@ class _StateQueries:
         return self.table.iloc[self.selected].drop(columns="embedding")
 
     def _totals(self, c):
-        "Column `c`'s counts over the whole table, checked and counted once."
-        if c not in self._total_counts:
-            check_one_value_per_row(self.table[c], f"`{c}`")
-            self._total_counts[c] = self.table[c].value_counts()
-        return self._total_counts[c]
+        """Column `c`'s counts over the whole table, checked and counted once per content of the
+        column (keyed on its values' hashes: a relabel or a panel's write counts again)."""
+        s = self.table[c]
+        try:  # the sum of the values' hashes: order-free, like the counts
+            key = len(s), int(pd.util.hash_pandas_object(s, index=False).sum())
+        except TypeError:  # unhashable cells (lists): the check below names them
+            key = None
+        if key is None or self._total_counts.get(c, (None,))[0] != key:
+            check_one_value_per_row(s, f"`{c}`")
+            self._total_counts[c] = key, s.value_counts()
+        return self._total_counts[c][1]
 
     def shown_columns(self) -> list[str]:  # column names, in table order
-        """The columns that vary between rows ('x', 'y' left out): what a table of rows shows; found
-        once per set of columns."""
+        """The columns that vary between rows ('x', 'y' left out): what a table of rows shows. A
+        column found varying stays shown; the constant ones are looked at again on each call, so
+        one that starts to vary (a relabel, a panel's column) appears."""
         key = tuple(self.table.columns)
         if self._shown_columns[0] != key:
-            self._shown_columns = key, varying_columns(self.table, ("x", "y"))
-        return self._shown_columns[1]
+            self._shown_columns = key, set(varying_columns(self.table, ("x", "y")))
+        varying = self._shown_columns[1]
+        constant = [c for c in key if c not in varying and c not in ("embedding", "x", "y")]
+        if constant:
+            varying |= set(varying_columns(self.table[constant]))
+        return [c for c in key if c in varying]
 
     def counts(self, by=None) -> pd.DataFrame:
         """Counts of the selection per class (and per group column, if the table has one) with the
@@ -278,7 +289,7 @@ class _StateQueries:
         for c in by:
             total = self._totals(c)
             df = self.table[c].iloc[self.selected].value_counts().rename("selected").to_frame()
-            df["total"] = total.reindex(df.index).to_numpy().astype(int)
+            df["total"] = total.reindex(df.index, fill_value=0).to_numpy().astype(int)
             df = df[df["selected"] > 0].sort_values("selected", ascending=False, kind="stable")
             df["share"] = (df["selected"] / df["total"]).round(3)
             df.index = [f"{c}={v}" for v in df.index]
@@ -374,7 +385,7 @@ class ExplorerState(_StateQueries):
         self.table = check_embedding_table(table)
         n = len(self.table)
         self.z = table_embeddings(self.table) if z is None else z
-        for name, col in (("color", color), ("text", text)) + (
+        for name, col in (("text", text),) + (
             (("images", images),) if isinstance(images, str) else ()
         ):
             if col is not None and (col not in self.table or col == "embedding"):
@@ -416,11 +427,19 @@ class ExplorerState(_StateQueries):
         self.cap_rows, self.dropped = display_subsample(
             np.asarray(strat).astype(str), cap, seed=seed
         )
-        self._set_color(color)
         self.query, self.match = "", np.ones(n, bool)
         self.selected = np.zeros(0, np.int64)
         self.clicked = self.hovered = self.linked = None
         self._listeners = []
+        self._before_color()
+        if color not in self.table or color == "embedding":
+            raise ValueError(
+                f"`color` must be a column of the table {self.columns()}; got {color!r}"
+            )
+        self._set_color(color)
+
+    def _before_color(self):
+        "Runs once the state is built, before `color` is checked: `Explorer` runs its panels here."
 
     def columns(self) -> list[str]:  # column names
         "The table's columns other than 'embedding'."

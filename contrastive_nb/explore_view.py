@@ -342,6 +342,12 @@ class Explorer(ExplorerState, _WidgetOrStatic):
         categorical=None,
     ):
         table = check_embedding_table(table)
+        if not all(callable(p) for p in panels):
+            raise ValueError(
+                "`panels` must be functions of the explorer returning (title, content), e.g."
+                " audit.audit_panel([...])"
+            )
+        self.panels, self._panel_results, self._widget = list(panels), None, None
         check_choice("method", method, PROJECTION_METHODS)
         z = table_embeddings(table)
         if xy is None and {"x", "y"} <= set(table.columns):
@@ -368,13 +374,9 @@ class Explorer(ExplorerState, _WidgetOrStatic):
             marker_size=marker_size,
             categorical=categorical,
         )
-        if not all(callable(p) for p in panels):
-            raise ValueError(
-                "`panels` must be functions of the explorer returning (title, content), e.g."
-                " audit.audit_panel([...])"
-            )
-        self.panels, self._panel_results, self._widget = list(panels), None, None
-        self.panel_results()  # now: a panel may add a column to colour by
+
+    def _before_color(self):
+        self.panel_results()  # before `color` is checked: a panel may add the column to colour by
 
     def panel_results(self) -> list[tuple[str, object]]:  # `(title, content)` per panel
         """Each panel's `(title, content)`, computed on first use; a panel that raises gives
