@@ -74,11 +74,17 @@ def test_float_images_outside_0_1_or_float64_are_refused_by_what_is_wrong():
     (b"text,tags\n" + b"x" * 200_000 + b",a\n", "line 2 is not valid CSV (field larger than field limit"),
 ])
 def test_text_csv_refusals_name_the_file_and_line(tmp_path, data, says):
-    from contrastive_nb.text import read_text_tags_csv
-    (tmp_path / "t.csv").write_bytes(data)
+    _refused_naming_file_and_line(tmp_path / "t.csv", data, says)
+
+
+def _refused_naming_file_and_line(path, data, says):
+    "The text reader for `path`'s suffix refuses `data` with `says`, naming the file."
+    from contrastive_nb.text import read_text_tags_csv, read_text_tags_jsonl
+    path.write_bytes(data)
+    read = read_text_tags_csv if path.suffix == ".csv" else read_text_tags_jsonl
     with pytest.raises(ValueError, match=__import__("re").escape(says)) as e:
-        read_text_tags_csv(tmp_path / "t.csv")
-    assert "t.csv" in str(e.value)
+        read(path)
+    assert path.name in str(e.value)
 
 
 def test_text_csv_with_a_bom_reads_its_header(tmp_path):
@@ -94,11 +100,7 @@ def test_text_csv_with_a_bom_reads_its_header(tmp_path):
     ('{"text": "café", "tags": []}\n'.encode("latin-1"), "line 1 is not UTF-8 text"),
 ])
 def test_text_jsonl_refusals_name_the_file_and_line(tmp_path, data, says):
-    from contrastive_nb.text import read_text_tags_jsonl
-    (tmp_path / "t.jsonl").write_bytes(data)
-    with pytest.raises(ValueError, match=__import__("re").escape(says)) as e:
-        read_text_tags_jsonl(tmp_path / "t.jsonl")
-    assert "t.jsonl" in str(e.value)
+    _refused_naming_file_and_line(tmp_path / "t.jsonl", data, says)
 
 
 # -- manifests, cache, read_json ---------------------------------------------------------------------------------------
