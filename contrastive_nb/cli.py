@@ -10,36 +10,14 @@ import difflib
 import os
 import sys
 from pathlib import Path
+from typing import Callable, NamedTuple
 
 from . import __version__
 
 # %% auto #0
-__all__ = ['main']
+__all__ = ['COMMANDS', 'main']
 
 # %% ../nbs/42_cli.ipynb #0ca5e0be
-_EXAMPLES = {
-    "run": (
-        """examples:
-  contrastive-nb run nbs/tutorials/suncet_digits.ipynb
-  contrastive-nb run nbs/tutorials/spread_strata.ipynb -p seeds "[0, 1, 2, 3, 4]" --name strata-5
-  contrastive-nb run nbs/tutorials/smoke_digits.ipynb -f params.yaml -p epochs 2"""
-    ),
-    "params": "example:\n  contrastive-nb params nbs/tutorials/suncet_digits.ipynb",
-    "sweep": (
-        """examples:
-  contrastive-nb sweep nbs/tutorials/suncet_fractions.yaml
-  contrastive-nb sweep nbs/tutorials/suncet_fractions.yaml --parallel 2 --wait"""
-    ),
-    "results": "example:\n  contrastive-nb results runs/suncet-fractions",
-    "publish": (
-        """examples:
-  contrastive-nb publish nbs/tutorials/suncet_fashion.yaml nbs/results/suncet_fashion
-  contrastive-nb publish nbs/tutorials/suncet_fractions.yaml nbs/results/suncet_fractions \\
-      --figures contrastive_nb.protocol:sweep_figures"""
-    ),
-}
-
-
 def _run_arguments(r: argparse.ArgumentParser) -> None:
     "The `run` subcommand's arguments."
     r.add_argument("notebook")
@@ -116,44 +94,33 @@ def _publish_arguments(u: argparse.ArgumentParser) -> None:
     u.add_argument("--note", default="", help="a sentence kept in provenance.json")
 
 
-def _parser() -> tuple[argparse.ArgumentParser, dict]:
-    """The command's parser and its subcommands' parsers (by name); building it imports nothing
-    heavy."""
-    fmt = argparse.RawDescriptionHelpFormatter
-    ap = argparse.ArgumentParser(
-        prog="contrastive-nb",
-        formatter_class=fmt,
-        description="Run contrastive_nb notebooks headlessly, one run folder each.",
-        epilog="examples:\n  " + "\n  ".join(e.splitlines()[1] for e in _EXAMPLES.values()),
-    )
-    ap.add_argument("--version", action="version", version=f"contrastive-nb {__version__}")
-    sub = ap.add_subparsers(
-        dest="command", required=True, metavar="{run,params,sweep,results,publish}"
-    )
-    cmds = {}
+def _claims_arguments(c: argparse.ArgumentParser) -> None:
+    "The `claims` subcommand's arguments."
+    c.add_argument("sweep_dir", help="the sweep folder (runs/<sweep>)")
+    c.add_argument("--metric", required=True,
+                   help="the metric compared, higher is better: a column of results.csv (test/acc)")
+    c.add_argument("--compare", required=True, metavar="PARAM=BASELINE,VALUE[,VALUE…]",
+                   help="the parameter compared and its values: the baseline first, then each value"
+                   " compared with it (arm=simclr,suncet)")
+    c.add_argument("--pair", default="param/seed",
+                   help="the column that pairs runs (default: param/seed, the sweep's seed)")
+    c.add_argument("--alpha", type=float, default=0.05,
+                   help="family-wise level of Holm over the table's rows (default: 0.05)")
+    c.add_argument("--out", help="folder for the table's .csv and .parquet (default: the sweep folder)")
+    c.add_argument("--name", help="the files' name (default: claims_<metric>_<param>)")
+    c.add_argument("--force", action="store_true", help="replace a table of that name")
 
-    def add(name, help):
-        cmds[name] = sub.add_parser(
-            name,
-            help=help,
-            description=help[:1].upper() + help[1:] + ".",
-            epilog=_EXAMPLES[name],
-            formatter_class=fmt,
-        )
-        return cmds[name]
 
-    _run_arguments(add("run", "execute a notebook with papermill into runs/<name>/"))
-    add("params", "list the parameters a notebook takes").add_argument("notebook")
-    _sweep_arguments(
-        add("sweep", "run a grid of parameters and seeds from a YAML file (only what is missing)")
-    )
-    add(
-        "results", "collect a sweep folder into results.csv/.parquet, summary.csv and figures"
-    ).add_argument("sweep_dir")
-    _publish_arguments(
-        add("publish", "publish a finished sweep's tables and figures with their provenance")
-    )
-    return ap, cmds
+def _open_arguments(o: argparse.ArgumentParser) -> None:
+    "The `open` subcommand's arguments."
+    o.add_argument("notebook")
+    o.add_argument("--name", help="run folder name (default: notebook name + time)")
+    o.add_argument("--root", default="runs", help="folder that holds the runs (default: runs)")
+    o.add_argument("--port", type=int, help="JupyterLab's port (default: JupyterLab's own)")
+    o.add_argument("--no-browser", action="store_true", help="start JupyterLab without a browser")
+    o.add_argument("--copy-only", action="store_true",
+                   help="copy the notebook into its run folder and print the command, start nothing")
+
 
 # %% ../nbs/42_cli.ipynb #4b6095a2
 def _cmd_params(args) -> int:
@@ -305,13 +272,152 @@ def _cmd_run(args) -> int:
     return 0
 
 
-_COMMANDS = {
-    "params": _cmd_params,
-    "sweep": _cmd_sweep,
-    "results": _cmd_results,
-    "publish": _cmd_publish,
-    "run": _cmd_run,
+def _cmd_claims(args) -> int:
+    import pandas as pd
+    from contrastive_nb.runs import collect_results, save_claims, sweep_claims
+
+    folder = Path(args.sweep_dir)
+    if not folder.is_dir():
+        raise ValueError(f"`sweep_dir` must be a sweep folder (runs/<sweep>); {folder} "
+                         f"{'is a file' if folder.exists() else 'does not exist'}")
+    column, eq, values = args.compare.partition("=")
+    if not (eq and column and values):
+        raise ValueError(f"`--compare` must be PARAM=BASELINE,VALUE[,VALUE…], such as"
+                         f" arm=simclr,suncet; got {args.compare!r}")
+    found = collect_results(folder)
+    if found.empty:
+        raise ValueError(f"no run folders under {folder} (folders with a parameters.json, as"
+                         " `contrastive-nb run` writes)")
+    found = found[~found["run"].str.contains(r"\.failed-")]
+    table = sweep_claims(found, args.metric, column, [v.strip() for v in values.split(",")],
+                         args.pair, args.alpha)
+    slug = lambda t: "".join(ch if ch.isalnum() or ch in ".-" else "-" for ch in t)
+    name = args.name or f"claims_{slug(args.metric)}_{slug(column.removeprefix('param/'))}"
+    paths = save_claims(table, args.out or folder, name, args.force)
+    shown = table.assign(**{c: table[c].map(lambda v: f"{v:+.4f}") for c in
+                            ("diff", "t_low", "t_high")})
+    shown = shown.assign(**{c: table[c].map(lambda v: f"{v:.3g}") for c in ("p", "p_holm", "mde")})
+    with pd.option_context("display.width", 250, "display.max_colwidth", 90,
+                           "display.float_format", "{:.4f}".format):
+        print(shown.drop(columns="metric").to_string(index=False))
+    print(f"{table['metric'].iloc[0]}: value − baseline, paired by {args.pair}; Holm over"
+          f" {len(table)} row(s) at alpha {args.alpha}")
+    for p in paths:
+        print(f"  {p}")
+    return 0
+
+
+def _cmd_open(args) -> int:
+    import datetime as dt
+    import importlib.util
+    import shutil
+    import shlex
+    from contrastive_nb.core import new_run_dir
+    from contrastive_nb.runs import check_run_name, notebook_parameters
+
+    notebook = Path(args.notebook)
+    notebook_parameters(notebook)  # a readable notebook, or a sentence naming it
+    name = args.name if args.name is not None else (
+        f"{notebook.stem}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}")
+    check_run_name(name)
+    if args.port is not None and not 0 < args.port < 65536:
+        raise ValueError(f"`--port` must be a port number from 1 to 65535; got {args.port}")
+    if not args.copy_only and importlib.util.find_spec("jupyterlab") is None:
+        raise RuntimeError("JupyterLab is not installed in this environment: pip install"
+                           " jupyterlab, or pass --copy-only")
+    folder = new_run_dir(name, args.root).resolve()  # a taken name is refused
+    copy = folder / notebook.name
+    shutil.copyfile(notebook, copy)  # the repository's notebook is never opened, never saved
+    cmd = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={folder}", copy.name]
+    cmd += [f"--port={args.port}"] * (args.port is not None) + ["--no-browser"] * args.no_browser
+    print(f"copied {notebook} to {copy}: JupyterLab opens the copy, so running and saving it"
+          " leave the repository as it was", flush=True)
+    if args.copy_only:
+        print("start JupyterLab with: " + shlex.join(cmd))
+        return 0
+    os.chdir(folder)  # the kernel's working folder: what the notebook writes lands in its run folder
+    os.execv(sys.executable, cmd)  # JupyterLab takes over this process (Ctrl-C stops it)
+
+
+# %% ../nbs/42_cli.ipynb #eef0d5aa
+class _Command(NamedTuple):
+    "One subcommand: what it does, its arguments, its handler and its examples."
+    help: str
+    arguments: Callable  # (its parser) -> None
+    handler: Callable  # (the parsed arguments) -> exit status
+    examples: str
+    notes: str = ""  # printed in its --help before the examples
+
+
+_RESULTS_COLUMNS = """results.csv / results.parquet hold one row per run folder:
+  run          the run folder's name: grid values and seed (arm-suncet_seed-3; seed-3 without a grid)
+  status       how the run ended (status.json): ok, failed, preempted, unknown (no status.json)
+  param/NAME   the value the run was given for notebook parameter NAME (parameters.json);
+               param/seed is the sweep's seed
+  NAME, A/B    each number the notebook wrote to metrics.json, nested keys joined by /
+               (test/acc is {"test": {"acc": ...}})
+  metric/NAME  a metric whose name would replace one of the run's own columns (status, param/...)
+summary.csv holds each metric's mean, std and count over the seeds per grid point (ok runs only).
+"""
+
+
+COMMANDS = {  # the one list of subcommands: the parser, its help and `main` are built from it
+    "run": _Command(
+        "execute a notebook with papermill into runs/<name>/", _run_arguments, _cmd_run,
+        """contrastive-nb run nbs/tutorials/suncet_digits.ipynb
+contrastive-nb run nbs/tutorials/spread_strata.ipynb -p seeds "[0, 1, 2, 3, 4]" --name strata-5
+contrastive-nb run nbs/tutorials/smoke_digits.ipynb -f params.yaml -p epochs 2"""),
+    "params": _Command(
+        "list the parameters a notebook takes", lambda p: p.add_argument("notebook"), _cmd_params,
+        "contrastive-nb params nbs/tutorials/suncet_digits.ipynb"),
+    "sweep": _Command(
+        "run a grid of parameters and seeds from a YAML file (only what is missing)",
+        _sweep_arguments, _cmd_sweep,
+        """contrastive-nb sweep nbs/tutorials/suncet_fractions.yaml
+contrastive-nb sweep nbs/tutorials/suncet_fractions.yaml --parallel 2 --wait"""),
+    "results": _Command(
+        "collect a sweep folder into results.csv/.parquet, summary.csv and figures",
+        lambda p: p.add_argument("sweep_dir"), _cmd_results,
+        "contrastive-nb results runs/suncet-fractions", _RESULTS_COLUMNS),
+    "claims": _Command(
+        "the claims table of a sweep: values of a parameter against a baseline, paired by seed",
+        _claims_arguments, _cmd_claims,
+        """contrastive-nb claims runs/suncet-fashion --metric test_acc --compare arm=simclr,suncet
+contrastive-nb claims runs/my-sweep --metric test/acc --compare lr=0.1,0.3,1.0 --out claims"""),
+    "open": _Command(
+        "copy a notebook into runs/<name>/ and open the copy in JupyterLab", _open_arguments,
+        _cmd_open,
+        """contrastive-nb open nbs/tutorials/smoke_digits.ipynb
+contrastive-nb open nbs/tutorials/suncet_digits.ipynb --name mine --no-browser --port 8899"""),
+    "publish": _Command(
+        "publish a finished sweep's tables and figures with their provenance", _publish_arguments,
+        _cmd_publish,
+        """contrastive-nb publish nbs/tutorials/suncet_fashion.yaml nbs/results/suncet_fashion
+contrastive-nb publish nbs/tutorials/suncet_fractions.yaml nbs/results/suncet_fractions \\
+    --figures contrastive_nb.protocol:sweep_figures"""),
 }
+
+
+def _parser() -> tuple[argparse.ArgumentParser, dict]:
+    """The command's parser and its subcommands' parsers (by name), built from `COMMANDS`;
+    building it imports nothing heavy."""
+    fmt = argparse.RawDescriptionHelpFormatter
+    ap = argparse.ArgumentParser(
+        prog="contrastive-nb",
+        formatter_class=fmt,
+        description="Run contrastive_nb notebooks headlessly, one run folder each.",
+        epilog="examples:\n  " + "\n  ".join(c.examples.splitlines()[0] for c in COMMANDS.values()),
+    )
+    ap.add_argument("--version", action="version", version=f"contrastive-nb {__version__}")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="{" + ",".join(COMMANDS) + "}")
+    cmds = {}
+    for name, c in COMMANDS.items():
+        cmds[name] = sub.add_parser(
+            name, help=c.help, description=c.help[:1].upper() + c.help[1:] + ".",
+            epilog=(c.notes + "\n" if c.notes else "") + "examples:\n  " + c.examples.replace("\n", "\n  "), formatter_class=fmt)
+        c.arguments(cmds[name])
+    return ap, cmds
+
 
 # %% ../nbs/42_cli.ipynb #61b03c0c
 def main(
@@ -328,7 +434,7 @@ def main(
         cmds[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     say = lambda msg: print(f"contrastive-nb: {' '.join(str(msg).split())[:2000]}", file=sys.stderr)
     try:
-        return _COMMANDS[args.command](args)
+        return COMMANDS[args.command].handler(args)
     except KeyboardInterrupt:
         say("interrupted")
         return 130

@@ -33,9 +33,9 @@ from contrastive_nb.core import (
 
 # %% auto #0
 __all__ = ['SWEEP_RUN_ENV', 'ASK_ABOVE', 'notebook_parameters', 'coerce_value', 'check_parameters', 'check_run_name',
-           'RunBusyError', 'remove_stale_partials', 'git_commit', 'run_environment', 'run_notebook', 'collect_results',
-           'format_summary', 'summarize', 'load_sweep', 'sweep_runs', 'run_sweep', 'sweep_results', 'publish_sweep',
-           'write_provenance']
+           'RunBusyError', 'remove_stale_partials', 'git_commit', 'run_environment', 'run_failure', 'run_notebook',
+           'collect_results', 'format_summary', 'summarize', 'load_sweep', 'sweep_runs', 'run_sweep', 'sweep_results',
+           'sweep_claims', 'save_claims', 'publish_sweep', 'write_provenance']
 
 # %% ../nbs/40_runs.ipynb #abbadca7
 _TYPES = {
@@ -394,13 +394,17 @@ _VERSIONED = ("contrastive_nb", "torch", "torchvision", "numpy", "pandas", "scik
 
 
 def run_environment(
-    folder=".",  # the folder whose checkout's commit is recorded (a run: its notebook's)
-) -> dict:  # {'commit', 'versions', 'machine'}
-    """Where code runs, for provenance: the commit (`$CNB_COMMIT` where set, for a copy of the tree
-    whose git history is absent or stale, such as a device machine's; else `git_commit(folder)`),
-    the versions of Python and the packages (from their metadata: nothing is imported), the
-    system, CPU model and count."""
+    folder=".",  # the folder of the code that runs (a run: its notebook's)
+) -> dict:  # {'commit', 'versions', 'machine'} (+ 'notebook_commit' for another checkout's code)
+    """Where code runs, for provenance: the library's commit (`$CNB_COMMIT` where set, for a copy
+    of the tree whose git history is absent or stale, such as a device machine's; else
+    `git_commit` of the checkout contrastive_nb is installed from, None for an installed
+    package: `versions` then names it), the versions of Python and the packages (from their
+    metadata: nothing is imported), the system, CPU model and count. Where `folder` lies in
+    another checkout (a notebook kept in a user's own repository), that checkout's commit is
+    `notebook_commit`, never the library's."""
     import importlib.metadata as md
+    import importlib.util
     import platform
 
     def version(package):
@@ -414,8 +418,13 @@ def run_environment(
         names = [line.split(":", 1)[1].strip() for line in
                  info.read_text(errors="replace").splitlines() if line.startswith("model name")]
         cpu = names[0] if names else cpu
+    library = Path(importlib.util.find_spec("contrastive_nb").origin).parent
+    top = lambda f: _git(f, "rev-parse", "--show-toplevel")
+    theirs = top(folder)
+    other = {"notebook_commit": git_commit(folder)} if theirs and theirs != top(library) else {}
     return {
-        "commit": os.environ.get("CNB_COMMIT") or git_commit(folder),
+        "commit": os.environ.get("CNB_COMMIT") or git_commit(library),
+        **other,
         "versions": {"python": platform.python_version(), **{p: version(p) for p in _VERSIONED}},
         "machine": {"system": platform.system(), "arch": platform.machine(), "cpu": cpu,
                     "cpu_count": os.cpu_count()},
@@ -558,9 +567,11 @@ def _execute(
     ) as e:  # keep the partial notebook; the caller re-raises after the folder is in place
         error = e
     stopped = signalled or getattr(error, "ename", None) == "Preempted"
+    failure = None if error is None else run_failure(error)
     status = {
         "status": "ok" if error is None else "preempted" if stopped else "failed",
-        "error": None if error is None else f"{type(error).__name__}: {error}"[:2000],
+        "error": None if error is None else failure["summary"][:2000],
+        "failure": None if error is None else {k: v for k, v in failure.items() if k != "summary"},
         "seconds": round(time.time() - t0, 2),
         "finished": _dt.datetime.now().isoformat(timespec="seconds"),
         **env,  # commit, versions, machine (provenance)
@@ -571,6 +582,34 @@ def _execute(
     atomic_write_json(work / "status.json", status)
     status["exception"] = error
     return status
+
+# %% ../nbs/40_runs.ipynb #edef1722
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # the colour codes of a kernel's traceback
+
+
+def run_failure(
+    error: BaseException,  # what `papermill.execute_notebook` raised
+) -> dict:  # {'type', 'message', 'cell', 'line', 'traceback', 'summary'}
+    """The notebook's own exception behind a failed run: its type and message, the cell (its
+    execution count, as Jupyter shows `In [5]`) and the cell's first code line, the whole traceback
+    without colour codes, and `summary`, one sentence of these for the command line. An error that
+    is not a cell's (a kernel that died, a timeout) keeps its own type and message."""
+    ename = getattr(error, "ename", None)
+    if ename is None:  # not an exception inside a cell
+        message = " ".join(str(error).split())
+        return {"type": type(error).__name__, "message": message, "cell": None, "line": None,
+                "traceback": message, "summary": f"{type(error).__name__}: {message}"}
+    lines = [s.strip() for s in (getattr(error, "source", "") or "").splitlines()]
+    line = next((s for s in lines if s and not s.startswith("#")), "")
+    message = _ANSI.sub("", str(error.evalue or "")).strip()
+    tb = _ANSI.sub("", "\n".join(getattr(error, "traceback", None) or []))
+    cell = getattr(error, "exec_count", None)
+    shown = line if len(line) <= 80 else line[:77] + "..."
+    where = f"in cell [{cell}]" if cell is not None else "in a cell"
+    return {"type": _ANSI.sub("", ename), "message": message, "cell": cell, "line": line,
+            "traceback": tb,
+            "summary": f"{_ANSI.sub('', ename)}: {message} ({where}, which starts `{shown}`)"}
+
 
 # %% ../nbs/40_runs.ipynb #9d74d559
 def run_notebook(
@@ -644,8 +683,8 @@ def run_notebook(
         ) from status["exception"]
     if status["exception"] is not None:
         raise RuntimeError(
-            f"run {name!r} failed ({status['error'][:300]}); the partial notebook is "
-            f"{final / notebook.name}"
+            f"run {name!r} failed: {status['error'][:1000]}; the partial notebook is"
+            f" {final / notebook.name}; its status.json keeps the whole error"
         ) from status["exception"]
     return final
 
@@ -917,7 +956,8 @@ def sweep_runs(
     for values in itertools.product(*(spec["grid"][k] for k in keys)):
         for seed in spec["seeds"]:
             params = {**spec["parameters"], **dict(zip(keys, values)), "seed": seed}
-            name = "_".join(f"{k}-{_slug(v)}" for k, v in zip(keys, values)) + f"_seed-{seed}"
+            # `epochs-1_seed-0`; without a grid just `seed-0`
+            name = "_".join([*(f"{k}-{_slug(v)}" for k, v in zip(keys, values)), f"seed-{seed}"])
             try:
                 check_run_name(name, "run name")
             except ValueError as e:
@@ -1191,6 +1231,136 @@ def sweep_results(
             )
         paths.update({k: Path(v) for k, v in drawn.items()})
     return paths
+
+# %% ../nbs/40_runs.ipynb #abae2157
+def _results_column(
+    results,  # `collect_results`' table
+    name: str,  # a column (`param/arm`), a parameter name (`arm`) or a metric name
+    what: str,  # the argument, for the refusal (e.g. '`--metric`')
+) -> str:  # the column's name in `results`
+    "The column of `results` that `name` names, or a sentence naming the columns there are."
+    for c in (name, f"param/{name}", f"metric/{name}"):
+        if c in results.columns:
+            return c
+    shown = [c for c in results.columns if c not in ("run", "status")]
+    short = {c.split("/", 1)[1] if c.startswith(("param/", "metric/")) else c: c for c in shown}
+    close = [short[c] for c in difflib.get_close_matches(name, list(short), 1)]
+    raise ValueError(
+        f"{what} {name!r} is not a column of the sweep's results"
+        + (f" (did you mean {close[0]!r}?)" if close else "")
+        + f"; its columns are {shown}"
+    )
+
+
+def _same_value(v, text: str) -> bool:
+    "Whether the parameter value `v` is what the command-line `text` names (`0.1` is 0.1)."
+    if str(v) == text:
+        return True
+    try:
+        return not isinstance(v, (bool, str)) and float(v) == float(text)
+    except (TypeError, ValueError):
+        return False
+
+
+def sweep_claims(
+    results,  # `collect_results`' table (only runs that finished ok are used)
+    metric: str,  # the metric compared, higher is better (a column: 'test/acc')
+    column: str,  # the parameter whose values are compared ('param/arm' or 'arm')
+    values: list,  # its baseline value first, then each value compared with it (as text)
+    pair: str = "param/seed",  # the column that pairs runs: the same seed in both
+    alpha: float = 0.05,  # family-wise level of Holm over the rows; intervals at 1 − alpha
+) -> "pd.DataFrame":  # one row per value (per combination of the other parameters)
+    """The claims table of a sweep: each of `values[1:]` against `values[0]` on `metric`, paired
+    by `pair`: n, the means, the mean paired difference, its t interval, p, Holm p over the
+    table, mde at Holm's level and the verdict (`evaluate.paired_table`, `claim_verdicts`)."""
+    import pandas as pd
+    from contrastive_nb.evaluate import claim_verdicts, paired_table
+
+    check_range("alpha", alpha, 0, 1, low_inclusive=False, high_inclusive=False)
+    values = [str(v) for v in values]
+    if len(values) < 2 or len(set(values)) != len(values):
+        raise ValueError(
+            f"`--compare` needs a baseline and at least one other value, all distinct (as in"
+            f" arm=simclr,suncet); got {values}"
+        )
+    if "status" in results.columns:
+        results = results[results["status"] == "ok"]
+    if results.empty:
+        raise ValueError("no run of the sweep finished ok: there is nothing to compare")
+    metric = _results_column(results, metric, "`--metric`")
+    column = _results_column(results, column, "`--compare`")
+    pair = _results_column(results, pair, "`--pair`")
+    if not pd.api.types.is_numeric_dtype(results[metric]) or metric in (column, pair):
+        raise ValueError(f"`--metric` {metric!r} must be a numeric metric of the runs")
+    taken = {v: results[column].map(lambda x, v=v: _same_value(x, v)) for v in values}
+    absent = [v for v, m in taken.items() if not m.any()]
+    if absent:
+        there = sorted(map(str, results[column].unique()))
+        raise ValueError(
+            f"`--compare`: {column} never takes the value(s) {absent}; it takes {there}"
+        )
+    label = pd.Series(None, index=results.index, dtype=object)
+    for v, m in taken.items():
+        label[m] = v
+    used = results.assign(_value=label).dropna(subset=["_value", metric])
+    others = [c for c in used.columns if c.startswith("param/") and c not in (column, pair)
+              and used[c].astype(str).nunique() > 1]
+    rows = []
+    for key, group in used.groupby([used[c].astype(str) for c in others]) if others else [((), used)]:
+        at = dict(zip(others, key if isinstance(key, tuple) else (key,)))
+        where = f" at {at}" if at else ""
+        twice = group[group.duplicated(["_value", pair], keep=False)]["run"].tolist()
+        if twice:
+            raise ValueError(
+                f"runs {twice} share a {column} value and {pair}{where}: one run per value and"
+                " seed (a parameter that tells them apart is missing from the comparison)"
+            )
+        if values[0] not in set(group["_value"]):
+            raise ValueError(f"the baseline {column}={values[0]} has no finished run{where}")
+        t = paired_table(group, metric, values[0], arm="_value", pair=pair, confidence=1 - alpha)
+        base_mean = float(t.loc[t["_value"] == values[0], "mean"].iloc[0])
+        for _, r in t[t["_value"] != values[0]].iterrows():
+            rows.append({**at, column: r["_value"], "baseline": values[0], "n": int(r["n"]),
+                         "mean": r["mean"], "baseline_mean": base_mean, "diff": r["diff"],
+                         "t_low": r["t_low"], "t_high": r["t_high"], "p": r["p"],
+                         "sd": r.get("sd_diff", math.nan)})
+    table = pd.DataFrame(rows)
+    out = claim_verdicts(table, "higher", "lower", alpha, claim="verdict")
+    return out.drop(columns="sd").assign(metric=metric)[
+        [*others, column, "baseline", "metric", "n", "mean", "baseline_mean", "diff", "t_low",
+         "t_high", "p", "p_holm", "mde", "verdict"]]
+
+
+# %% ../nbs/40_runs.ipynb #3601d810
+def save_claims(
+    table,  # `sweep_claims`' table
+    folder,  # where the files go (made if missing)
+    name: str,  # the files' stem: NAME.csv and NAME.parquet
+    force: bool = False,  # replace files of that name (else they are refused)
+) -> list:  # the paths written
+    """Write the claims table as `NAME.csv` and `NAME.parquet` into `folder`, atomically; files of
+    that name are refused unless `force` (checked under a lock: two commands at once never
+    overwrite each other's table)."""
+    from contrastive_nb.core import atomic_write_parquet, atomic_write_text
+
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"`--out` must be a folder; {folder} is a file")
+    check_run_name(name, "claims name")
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / f"{name}.csv", folder / f"{name}.parquet"]
+    busy = f"another command is writing {paths[0]}; wait for it, or choose another `--name`"
+    with _holding(_lock_path(folder, f".claims-{name}"), busy, wait=True):
+        there = [str(p) for p in paths if p.exists()]
+        if there and not force:
+            raise FileExistsError(
+                f"{' and '.join(there)} already exist(s); pass --force to replace, or choose"
+                " another --out or --name"
+            )
+        atomic_write_text(paths[0], table.to_csv(index=False))
+        atomic_write_parquet(paths[1], table)
+    return paths
+
 
 # %% ../nbs/40_runs.ipynb #c3e1f2a2
 def _shown(path) -> str:

@@ -47,4 +47,5 @@ def test_failed_run_keeps_partial_notebook(tmp_path, env):
     run = tmp_path / "runs" / "bad"
     status = json.loads((run / "status.json").read_text())
     assert status["status"] == "failed" and "fraction" in status["error"]
+    assert "in cell [" in r.stderr and status["failure"]["traceback"]  # the notebook's own error, not a banner
     assert (run / "smoke_digits.ipynb").exists()

@@ -25,7 +25,7 @@ def _sweep(tmp_path, acc=0.5):
     sf = tmp_path / "s.yaml"
     sf.write_text("notebook: nb.ipynb\nname: s\nseeds: [0, 1]\n")
     for seed in (0, 1):
-        d = tmp_path / "runs" / "s" / f"_seed-{seed}"
+        d = tmp_path / "runs" / "s" / f"seed-{seed}"
         d.mkdir(parents=True, exist_ok=True)
         atomic_write_json(d / "parameters.json", {"notebook": str(nb), "parameters": {"seed": seed, "out_dir": "."}})
         atomic_write_json(d / "status.json", {"status": "ok", "seconds": 1.0, "commit": "abc1234"})
@@ -91,8 +91,8 @@ def test_digests_of_run_files_and_published_files_are_recorded(tmp_path):
     sf, dest = _sweep(tmp_path), tmp_path / "dest"
     prov = _publish(tmp_path, dest)
     sha = lambda p: hashlib.sha256(p.read_bytes()).hexdigest()
-    run = tmp_path / "runs" / "s" / "_seed-1"
-    assert prov["runs"]["sha256"]["_seed-1"]["metrics.json"] == sha(run / "metrics.json")
+    run = tmp_path / "runs" / "s" / "seed-1"
+    assert prov["runs"]["sha256"]["seed-1"]["metrics.json"] == sha(run / "metrics.json")
     assert prov["sha256"]["results.parquet"] == sha(dest / "results.parquet")
     assert json.loads((dest / "provenance.json").read_text())["sha256"] == prov["sha256"]
 
@@ -103,14 +103,14 @@ def test_a_run_file_edited_after_the_run_is_refused(tmp_path):
                         "import json; json.dump({'acc': 0.5}, open('metrics.json', 'w'))")
     _sweep(tmp_path)
     for seed in (0, 1):
-        (tmp_path / "runs" / "s" / f"_seed-{seed}" / "status.json").unlink()
-        os.rename(tmp_path / "runs" / "s" / f"_seed-{seed}", tmp_path / f"old-{seed}")
-    run_notebook(nb, "_seed-0", {"seed": 0}, root=tmp_path / "runs" / "s")
-    os.rename(tmp_path / "old-1", tmp_path / "runs" / "s" / "_seed-1")
-    atomic_write_json(tmp_path / "runs" / "s" / "_seed-1" / "status.json",
-                      json.loads((tmp_path / "runs" / "s" / "_seed-0" / "status.json").read_text()) | {"outputs": {}})
-    (tmp_path / "runs" / "s" / "_seed-0" / "metrics.json").write_text('{"acc": 999}')
-    with pytest.raises(ValueError, match="_seed-0/metrics.json was changed or removed after its run ended"):
+        (tmp_path / "runs" / "s" / f"seed-{seed}" / "status.json").unlink()
+        os.rename(tmp_path / "runs" / "s" / f"seed-{seed}", tmp_path / f"old-{seed}")
+    run_notebook(nb, "seed-0", {"seed": 0}, root=tmp_path / "runs" / "s")
+    os.rename(tmp_path / "old-1", tmp_path / "runs" / "s" / "seed-1")
+    atomic_write_json(tmp_path / "runs" / "s" / "seed-1" / "status.json",
+                      json.loads((tmp_path / "runs" / "s" / "seed-0" / "status.json").read_text()) | {"outputs": {}})
+    (tmp_path / "runs" / "s" / "seed-0" / "metrics.json").write_text('{"acc": 999}')
+    with pytest.raises(ValueError, match="seed-0/metrics.json was changed or removed after its run ended"):
         _publish(tmp_path, tmp_path / "dest")
     assert not (tmp_path / "dest").exists()
 
@@ -118,7 +118,7 @@ def test_a_run_file_edited_after_the_run_is_refused(tmp_path):
 def test_a_special_file_among_run_outputs_is_refused_not_read_for_ever(tmp_path):
     "A FIFO (no writer) blocks a plain read for ever; a link to /dev/zero reads for ever (see 00_core's check)."
     _sweep(tmp_path)
-    m = tmp_path / "runs" / "s" / "_seed-0" / "metrics.json"
+    m = tmp_path / "runs" / "s" / "seed-0" / "metrics.json"
     m.unlink()
     os.mkfifo(m)
     code = ("import sys; from pathlib import Path; from contrastive_nb.runs import publish_sweep\n"
