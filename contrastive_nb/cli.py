@@ -111,6 +111,19 @@ def _claims_arguments(c: argparse.ArgumentParser) -> None:
     c.add_argument("--force", action="store_true", help="replace a table of that name")
 
 
+def _reproduce_arguments(r: argparse.ArgumentParser) -> None:
+    "The `reproduce` subcommand's arguments."
+    r.add_argument("results_dir", help="a published sweep's folder (nbs/results/<sweep>)")
+    r.add_argument("--seeds", help="seeds to re-run, comma-separated (default: the first published)")
+    r.add_argument("--root", default="runs",
+                   help="the re-runs go to ROOT/reproduce-<sweep>/ (default: runs)")
+    r.add_argument("--metric", action="append", metavar="PATTERN",
+                   help="metric columns checked, glob patterns (repeatable; default: every one)")
+    r.add_argument("--claim", action="append", default=[], metavar="A,B",
+                   help="a claim: the paired difference of metrics A − B within a run (repeatable)")
+    r.add_argument("--notebook", help="the notebook (default: the one provenance.json names)")
+
+
 def _open_arguments(o: argparse.ArgumentParser) -> None:
     "The `open` subcommand's arguments."
     o.add_argument("notebook")
@@ -307,6 +320,68 @@ def _cmd_claims(args) -> int:
     return 0
 
 
+_ISA_KEYS = ("cpu_flags", "cpu_capability", "torch_build", "threads")
+
+
+def _machine_line(published) -> str:
+    "Whether this machine's instruction set is the published runs' (bitwise equality) or not."
+    from contrastive_nb.runs import run_environment
+
+    here = run_environment(".")["machine"]
+    if not isinstance(published, dict) or not all(k in published for k in _ISA_KEYS):
+        return ("the published runs recorded no instruction set: the prediction interval is the"
+                " test (bitwise equality is promised only on the same machine)")
+    differs = [k for k in _ISA_KEYS if published[k] != here[k]]
+    if not differs:
+        return ("this machine has the published runs' instruction set (CPU flags, torch's CPU"
+                " capability, BLAS/oneDNN build, threads): re-runs of published seeds should give"
+                " the very same values")
+    return (f"this machine differs from the published runs in {', '.join(differs)}: values may"
+            " differ in the last digits, and the prediction interval is the test (bitwise"
+            " equality is promised only on the same machine)")
+
+
+def _cmd_reproduce(args) -> int:
+    import pandas as pd
+    from contrastive_nb.core import atomic_write_text
+    from contrastive_nb.runs import reproduce_sweep, reproduction_table
+
+    try:
+        seeds = None if args.seeds is None else [int(s) for s in args.seeds.split(",")]
+    except ValueError:
+        raise ValueError(f"`--seeds` must be integers separated by commas, such as 0,1,2; got"
+                         f" {args.seeds!r}") from None
+    claims = []
+    for c in args.claim:
+        a, comma, b = c.partition(",")
+        if not (comma and a and b):
+            raise ValueError(f"`--claim` must be A,B (two metric columns); got {c!r}")
+        claims.append((a.strip(), b.strip()))
+    published, rerun, prov, out = reproduce_sweep(args.results_dir, seeds, args.root,
+                                                  args.notebook)
+    table = reproduction_table(published, rerun, list(prov["grid"]), args.metric, claims)
+    atomic_write_text(out / "reproduction.csv", table.to_csv(index=False))
+    keys = [c for c in table.columns if c.startswith("param/")]
+    show = lambda t: t[[*keys, "what", "seed", "value", "pi_low", "pi_high", "inside",
+                        "same_value"]].to_string(index=False)
+    print(f"{prov['name']}: seeds {sorted(set(rerun['param/seed']))} re-run into {out}")
+    print(_machine_line(prov.get("machine")))
+    checked = table[table["inside"].notna()]
+    outside = checked[~checked["inside"].astype(bool)]
+    same = table["same_value"].dropna()
+    print(f"{len(checked) - len(outside)} of {len(checked)} values inside the published 95%"
+          f" prediction interval; {int(same.sum())} of {len(same)} re-runs of published seeds"
+          " gave the very same value")
+    with pd.option_context("display.width", 250, "display.max_colwidth", 70):
+        claim_rows = table[table["what"].str.contains(" − ")]
+        if len(claim_rows):
+            print("claims:\n" + show(claim_rows))
+        if len(outside):
+            print("outside:\n" + show(outside))
+    print(f"  {out / 'reproduction.csv'}")
+    return 0
+
+
 def _cmd_open(args) -> int:
     import datetime as dt
     import importlib.util
@@ -384,6 +459,12 @@ contrastive-nb sweep nbs/tutorials/suncet_fractions.yaml --parallel 2 --wait""")
         _claims_arguments, _cmd_claims,
         """contrastive-nb claims runs/suncet-fashion --metric test_acc --compare arm=simclr,suncet
 contrastive-nb claims runs/my-sweep --metric test/acc --compare lr=0.1,0.3,1.0 --out claims"""),
+    "reproduce": _Command(
+        "re-run seeds of a published sweep here and check them against its prediction intervals",
+        _reproduce_arguments, _cmd_reproduce,
+        """contrastive-nb reproduce nbs/results/suncet_fashion --seeds 0 --metric 'results/*/test_top1'
+contrastive-nb reproduce nbs/results/suncet_fractions --seeds 0,1 \\
+    --claim results/simclr+suncet/test_top1,results/simclr_own_batch/test_top1"""),
     "open": _Command(
         "copy a notebook into runs/<name>/ and open the copy in JupyterLab", _open_arguments,
         _cmd_open,

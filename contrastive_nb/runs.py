@@ -33,9 +33,10 @@ from contrastive_nb.core import (
 
 # %% auto #0
 __all__ = ['SWEEP_RUN_ENV', 'ASK_ABOVE', 'notebook_parameters', 'coerce_value', 'check_parameters', 'check_run_name',
-           'RunBusyError', 'remove_stale_partials', 'git_commit', 'run_environment', 'run_failure', 'run_notebook',
-           'collect_results', 'format_summary', 'summarize', 'load_sweep', 'sweep_runs', 'run_sweep', 'sweep_results',
-           'sweep_claims', 'save_claims', 'publish_sweep', 'write_provenance']
+           'RunBusyError', 'remove_stale_partials', 'git_commit', 'instruction_set', 'run_environment', 'run_failure',
+           'run_notebook', 'collect_results', 'format_summary', 'summarize', 'load_sweep', 'sweep_runs', 'run_sweep',
+           'sweep_results', 'sweep_claims', 'save_claims', 'publish_sweep', 'write_provenance', 'prediction_interval',
+           'reproduction_table', 'reproduce_sweep']
 
 # %% ../nbs/40_runs.ipynb #abbadca7
 _TYPES = {
@@ -389,6 +390,43 @@ def git_commit(
     head = head.decode().strip()
     return f"{head}.{hashlib.sha256(diff).hexdigest()[:8]}" if diff else head
 
+# %% ../nbs/40_runs.ipynb #9de56e9d
+_BUILD_LINES = ("Math Kernel", "MKL-DNN", "oneDNN", "OpenMP", "OpenBLAS", "BLAS", "LAPACK",
+                "CPU capability")
+_BUILD_KEYS = ("BLAS_INFO", "LAPACK_INFO", "USE_MKL", "USE_MKLDNN", "USE_OPENMP")
+
+
+def instruction_set() -> dict:  # {'cpu_flags', 'cpu_capability', 'torch_build', 'threads'}
+    """What decides a CPU run's floating-point results beyond the CPU model: the CPU's flags
+    (/proc/cpuinfo; elsewhere the platform's processor string), torch's CPU capability (the
+    kernels it dispatches to: AVX2, AVX512, …), torch's BLAS/LAPACK/oneDNN/OpenMP build (the lines
+    of `torch.__config__.show()` that name them) and the thread counts."""
+    import platform
+
+    import torch
+
+    flags, info = None, Path("/proc/cpuinfo")
+    if info.exists():
+        line = next((l for l in info.read_text(errors="replace").splitlines()
+                     if l.startswith(("flags", "Features"))), None)  # x86, arm
+        flags = sorted(set(line.split(":", 1)[1].split())) if line else None
+    shown = torch.__config__.show()
+    build = [l.strip(" -") for l in shown.splitlines()
+             if l.strip().startswith("- ") and any(k in l for k in _BUILD_LINES)
+             and "Build settings" not in l]
+    settings = dict(kv.strip().split("=", 1) for kv in
+                    (shown.split("Build settings:", 1)[1] if "Build settings:" in shown else "")
+                    .split(",") if "=" in kv)
+    build += [f"{k}={settings[k]}" for k in _BUILD_KEYS if k in settings]
+    return {
+        "cpu_flags": flags if flags is not None else (platform.processor() or None),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "torch_build": build,
+        "threads": {"torch": torch.get_num_threads(), "interop": torch.get_num_interop_threads(),
+                    **{v: os.environ.get(v) for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}},
+    }
+
+
 # %% ../nbs/40_runs.ipynb #b2d0e1a4
 _VERSIONED = ("contrastive_nb", "torch", "torchvision", "numpy", "pandas", "scikit-learn")
 
@@ -400,7 +438,7 @@ def run_environment(
     of the tree whose git history is absent or stale, such as a device machine's; else
     `git_commit` of the checkout contrastive_nb is installed from, None for an installed
     package: `versions` then names it), the versions of Python and the packages (from their
-    metadata: nothing is imported), the system, CPU model and count. Where `folder` lies in
+    metadata), the system, CPU model and count, and the `instruction_set`. Where `folder` lies in
     another checkout (a notebook kept in a user's own repository), that checkout's commit is
     `notebook_commit`, never the library's."""
     import importlib.metadata as md
@@ -427,7 +465,7 @@ def run_environment(
         **other,
         "versions": {"python": platform.python_version(), **{p: version(p) for p in _VERSIONED}},
         "machine": {"system": platform.system(), "arch": platform.machine(), "cpu": cpu,
-                    "cpu_count": os.cpu_count()},
+                    "cpu_count": os.cpu_count(), **instruction_set()},
     }
 
 # %% ../nbs/40_runs.ipynb #8ea257a5
@@ -1660,3 +1698,134 @@ def write_provenance(
         prov["files"][path.name] = entry
         atomic_write_json(prov_path, prov)
     return entry
+
+# %% ../nbs/40_runs.ipynb #007b9916
+def prediction_interval(
+    values,  # the published values (one per seed)
+    confidence: float = 0.95,  # coverage for one new observation
+) -> tuple:  # (low, high); NaN below 2 values
+    "Student-t prediction interval for one new observation: mean ± t(1 − α/2, n − 1)·s·√(1 + 1/n)."
+    import numpy as np
+    from scipy import stats
+
+    check_range("confidence", confidence, 0, 1, low_inclusive=False, high_inclusive=False)
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if len(v) < 2:
+        return math.nan, math.nan
+    half = stats.t.ppf(0.5 + confidence / 2, len(v) - 1) * v.std(ddof=1) * math.sqrt(1 + 1 / len(v))
+    return float(v.mean() - half), float(v.mean() + half)
+
+
+# %% ../nbs/40_runs.ipynb #bf769fdd
+def reproduction_table(
+    published,  # the published results.parquet (runs that finished ok are used)
+    rerun,  # `collect_results` of the re-runs
+    grid: list,  # the sweep's grid parameters (names)
+    metrics: list | None = None,  # glob patterns of metric columns (default: every numeric one)
+    claims: list = (),  # (A, B) metric pairs: the paired difference A − B within a run
+    confidence: float = 0.95,  # coverage of the prediction intervals
+) -> "pd.DataFrame":  # one row per re-run × grid point × metric or claim
+    """Each re-run value against the published prediction interval of its grid point: `inside`,
+    and `same_value` where the published run of that seed holds exactly this value."""
+    import fnmatch
+
+    import numpy as np
+    import pandas as pd
+
+    ok = lambda t: t[t["status"] == "ok"] if "status" in t.columns else t
+    published, rerun = ok(published), ok(rerun)
+    if rerun.empty:
+        raise ValueError("no re-run finished ok: there is nothing to compare")
+    cols = [c for c in published.columns if c not in ("run", "status") and not c.startswith("param/")
+            and pd.api.types.is_numeric_dtype(published[c])
+            and not pd.api.types.is_bool_dtype(published[c])]
+    chosen = cols if metrics is None else [c for c in cols if any(fnmatch.fnmatch(c, m)
+                                                                  for m in metrics)]
+    if metrics is not None and not chosen:
+        raise ValueError(f"`--metric` {list(metrics)} matches no numeric metric of the sweep; it"
+                         f" has {cols[:8]}{' …' if len(cols) > 8 else ''}")
+    for a, b in claims:
+        for c in (a, b):
+            if c not in cols or c not in rerun.columns:
+                raise ValueError(f"`--claim` {a},{b}: {c!r} is not a numeric metric of the sweep")
+    what = {c: (lambda t, c=c: t[c]) for c in chosen if c in rerun.columns}
+    what.update({f"{a} − {b}": (lambda t, a=a, b=b: t[a] - t[b]) for a, b in claims})
+    keys = [f"param/{g}" for g in grid]
+    rows = []
+    for _, r in rerun.iterrows():
+        at = {k: r[k] for k in keys}
+        mask = np.ones(len(published), dtype=bool)
+        for k, v in at.items():  # the published runs of this grid point
+            mask &= (published[k].astype(str) == str(v)).to_numpy()
+        same = published[mask]
+        twin = same[same["param/seed"] == r["param/seed"]]
+        one = r.to_frame().T
+        for name, get in what.items():
+            vals = get(same).to_numpy(np.float64)
+            lo, hi = prediction_interval(vals, confidence)
+            v = float(get(one).iloc[0])
+            old = float(get(twin).iloc[0]) if len(twin) else math.nan
+            rows.append({**at, "what": name, "seed": r["param/seed"], "value": v,
+                         "published_mean": float(np.nanmean(vals)) if len(vals) else math.nan,
+                         "pi_low": lo, "pi_high": hi, "n_published": int(np.isfinite(vals).sum()),
+                         "inside": bool(lo <= v <= hi) if lo == lo else None,
+                         "same_value": bool(v == old) if len(twin) else None})
+    return pd.DataFrame(rows)
+
+
+# %% ../nbs/40_runs.ipynb #94f4eccc
+def _published_notebook(results_dir: Path, shown: str) -> Path:
+    """The notebook a published sweep names (a path relative to its checkout's top, as `_shown`
+    writes it): looked for from the top of the checkout holding `results_dir`, then from each
+    folder above it."""
+    top = (_git(results_dir, "rev-parse", "--show-toplevel") or b"").decode().strip()
+    for base in ([Path(top)] if top else []) + [results_dir.resolve(), *results_dir.resolve().parents]:
+        if (base / shown).is_file():
+            return base / shown
+    raise ValueError(
+        f"{results_dir}/provenance.json names the notebook {shown!r}, which is not found from"
+        " there; pass it with --notebook"
+    )
+
+
+def reproduce_sweep(
+    results_dir,  # a published sweep's folder (provenance.json, results.parquet)
+    seeds: list | None = None,  # the seeds to re-run (default: the first published seed)
+    root="runs",  # the re-runs go to root/reproduce-<sweep name>/
+    notebook=None,  # the notebook (default: the one provenance.json names)
+    log=print,  # where the progress lines go
+) -> tuple:  # (published results, re-run results, provenance, the re-runs' folder)
+    """Re-run `seeds` of a published sweep on this machine, with its notebook, grid and
+    parameters; a re-run already finished ok is kept, not run again."""
+    import pandas as pd
+
+    results_dir = Path(results_dir)
+    need = [results_dir / "provenance.json", results_dir / "results.parquet"]
+    if not all(p.is_file() for p in need):
+        raise ValueError(
+            f"{results_dir} must be a published sweep's folder, holding provenance.json and"
+            " results.parquet (as `contrastive-nb publish` writes them)"
+        )
+    prov = read_json(need[0])
+    if not isinstance(prov, dict) or not {"notebook", "grid", "parameters", "seeds", "name"} <= set(prov):
+        raise ValueError(f"{need[0]} is not a sweep's provenance (it needs notebook, grid,"
+                         " parameters, seeds and name, as `contrastive-nb publish` writes it)")
+    seeds = [prov["seeds"][0]] if seeds is None else list(seeds)
+    for s in seeds:
+        check_int("seed", s, 0)
+    nb = Path(notebook) if notebook is not None else _published_notebook(results_dir,
+                                                                          prov["notebook"])
+    spec = {"notebook": str(nb), "grid": prov["grid"], "parameters": prov["parameters"],
+            "seeds": seeds}
+    out = Path(root) / f"reproduce-{prov['name']}"
+    for name, params in sweep_runs(spec):  # the published parameters, checked against the notebook
+        if _run_status(out / name) == "ok":
+            log(f"{name}: done before, kept")
+            continue
+        log(f"{name}: running")
+        run_notebook(nb, name, params, out, replace_failed=True, log=log)
+    found = collect_results(out)
+    wanted = {n for n, _ in sweep_runs(spec)}
+    return (pd.read_parquet(need[1]), found[found["run"].isin(wanted)], prov, out)
+
