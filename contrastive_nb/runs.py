@@ -1282,7 +1282,8 @@ def _results_column(
             return c
     shown = [c for c in results.columns if c not in ("run", "status")]
     short = {c.split("/", 1)[1] if c.startswith(("param/", "metric/")) else c: c for c in shown}
-    close = [short[c] for c in difflib.get_close_matches(name, list(short), 1)]
+    close = [short[c] for c in difflib.get_close_matches(name, list(short), 1)] or [
+        c for s, c in short.items() if s.startswith(name)][:1]  # `probe_acc`: probe_accuracy…
     raise ValueError(
         f"{what} {name!r} is not a column of the sweep's results"
         + (f" (did you mean {close[0]!r}?)" if close else "")
