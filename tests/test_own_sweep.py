@@ -54,7 +54,7 @@ def _fake_sweep(folder, effect=0.05, seeds=4):
             (d / "metrics.json").write_text(json.dumps({"test": {"acc": acc}}))
 
 
-def test_claims_prints_and_saves_the_table_and_refuses_in_one_sentence(tmp_path, env):
+def test_claims_prints_and_saves_the_table_and_refuses_in_one_sentence(tmp_path, env, monkeypatch, capsys):
     _fake_sweep(tmp_path / "runs" / "mine")
     r = cli("claims", "runs/mine", "--metric", "test/acc", "--compare", "arm=a,b", env=env, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
@@ -66,13 +66,17 @@ def test_claims_prints_and_saves_the_table_and_refuses_in_one_sentence(tmp_path,
     before = saved.read_bytes()
     again = cli("claims", "runs/mine", "--metric", "test/acc", "--compare", "arm=a,b", env=env, cwd=tmp_path)
     assert again.returncode == 2 and "--force" in again.stderr and saved.read_bytes() == before
+    from contrastive_nb.cli import main
+    monkeypatch.chdir(tmp_path)              # the refusals in this process: no second import of torch each
     for args, says in [
         (("--metric", "test/acc", "--compare", "arm"), "`--compare` must be PARAM=BASELINE,VALUE"),
         (("--metric", "test/ac", "--compare", "arm=a,b"), "(did you mean 'test/acc'?)"),
         (("--metric", "test/acc", "--compare", "arm=a,c"), "never takes the value(s) ['c']; it takes ['a', 'b']"),
+        (("--metric", "test/acc", "--compare", "arm=a,b", "--alpha", "2"), "`alpha`"),
     ]:
-        bad = cli("claims", "runs/mine", *args, "--out", "elsewhere", env=env, cwd=tmp_path)
-        assert bad.returncode == 2 and says in bad.stderr and bad.stderr.count("\n") == 1, bad.stderr
+        assert main(["claims", "runs/mine", *args, "--out", "elsewhere"]) == 2
+        err = capsys.readouterr().err
+        assert says in err and err.count("\n") == 1, err
     assert not (tmp_path / "elsewhere").exists()
-    missing = cli("claims", "runs/none", "--metric", "m", "--compare", "arm=a,b", env=env, cwd=tmp_path)
-    assert missing.returncode == 2 and "runs/none does not exist" in missing.stderr
+    assert main(["claims", "runs/none", "--metric", "m", "--compare", "arm=a,b"]) == 2
+    assert "runs/none does not exist" in capsys.readouterr().err

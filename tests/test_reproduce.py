@@ -58,12 +58,14 @@ def test_reproduce_a_published_twin_one_inside_one_planted_outside(tmp_path, env
     assert again.returncode == 0 and "done before, kept" in again.stdout, again.stderr[-2000:]
 
 
-def test_reproduce_refuses_in_one_sentence(tmp_path, env):
+def test_reproduce_refuses_in_one_sentence(tmp_path, monkeypatch, capsys):
+    from contrastive_nb.cli import main
     _twin(tmp_path)
+    monkeypatch.chdir(tmp_path)              # in this process: a refusal needs no kernel and no second import
     for args, says in [(("nbs",), "must be a published sweep's folder"),
                        (("published", "--seeds", "zero"), "`--seeds` must be integers"),
                        (("published", "--claim", "acc"), "`--claim` must be A,B")]:
-        r = subprocess.run([tool("contrastive-nb"), "reproduce", *args], cwd=tmp_path, env=env,
-                           capture_output=True, text=True, timeout=600)
-        assert r.returncode == 2 and says in r.stderr and r.stderr.count("\n") == 1, r.stderr
+        assert main(["reproduce", *args]) == 2
+        err = capsys.readouterr().err
+        assert says in err and err.count("\n") == 1, err
     assert not (tmp_path / "runs" / "reproduce-twin").exists()
