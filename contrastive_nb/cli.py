@@ -106,7 +106,8 @@ def _claims_arguments(c: argparse.ArgumentParser) -> None:
                    help="the column that pairs runs (default: param/seed, the sweep's seed)")
     c.add_argument("--alpha", type=float, default=0.05,
                    help="family-wise level of Holm over the table's rows (default: 0.05)")
-    c.add_argument("--out", help="folder for the table's .csv and .parquet (default: the sweep folder)")
+    c.add_argument("--out",
+                   help="folder for the table's .csv and .parquet (default: the sweep folder)")
     c.add_argument("--name", help="the files' name (default: claims_<metric>_<param>)")
     c.add_argument("--force", action="store_true", help="replace a table of that name")
 
@@ -114,13 +115,15 @@ def _claims_arguments(c: argparse.ArgumentParser) -> None:
 def _reproduce_arguments(r: argparse.ArgumentParser) -> None:
     "The `reproduce` subcommand's arguments."
     r.add_argument("results_dir", help="a published sweep's folder (nbs/results/<sweep>)")
-    r.add_argument("--seeds", help="seeds to re-run, comma-separated (default: the first published)")
+    r.add_argument("--seeds",
+                   help="seeds to re-run, comma-separated (default: the first published)")
     r.add_argument("--root", default="runs",
                    help="the re-runs go to ROOT/reproduce-<sweep>/ (default: runs)")
     r.add_argument("--metric", action="append", metavar="PATTERN",
                    help="metric columns checked, glob patterns (repeatable; default: every one)")
     r.add_argument("--claim", action="append", default=[], metavar="A,B",
-                   help="a claim: the paired difference of metrics A − B within a run (repeatable)")
+                   help="a claim: the paired difference of metrics A − B within a run"
+                   " (repeatable)")
     r.add_argument("--notebook", help="the notebook (default: the one provenance.json names)")
 
 
@@ -132,7 +135,8 @@ def _open_arguments(o: argparse.ArgumentParser) -> None:
     o.add_argument("--port", type=int, help="JupyterLab's port (default: JupyterLab's own)")
     o.add_argument("--no-browser", action="store_true", help="start JupyterLab without a browser")
     o.add_argument("--copy-only", action="store_true",
-                   help="copy the notebook into its run folder and print the command, start nothing")
+                   help="copy the notebook into its run folder and print the command, start"
+                   " nothing")
 
 
 # %% ../nbs/42_cli.ipynb #4b6095a2
@@ -410,7 +414,7 @@ def _cmd_open(args) -> int:
     if args.copy_only:
         print("start JupyterLab with: " + shlex.join(cmd))
         return 0
-    os.chdir(folder)  # the kernel's working folder: what the notebook writes lands in its run folder
+    os.chdir(folder)  # the kernel's working folder: what the notebook writes lands in it
     os.execv(sys.executable, cmd)  # JupyterLab takes over this process (Ctrl-C stops it)
 
 
@@ -425,7 +429,8 @@ class _Command(NamedTuple):
 
 
 _RESULTS_COLUMNS = """results.csv / results.parquet hold one row per run folder:
-  run          the run folder's name: grid values and seed (arm-suncet_seed-3; seed-3 without a grid)
+  run          the run folder's name: grid values and seed (arm-suncet_seed-3;
+               seed-3 without a grid)
   status       how the run ended (status.json): ok, failed, preempted, unknown (no status.json)
   param/NAME   the value the run was given for notebook parameter NAME (parameters.json);
                param/seed is the sweep's seed
@@ -462,7 +467,8 @@ contrastive-nb claims runs/my-sweep --metric test/acc --compare lr=0.1,0.3,1.0 -
     "reproduce": _Command(
         "re-run seeds of a published sweep here and check them against its prediction intervals",
         _reproduce_arguments, _cmd_reproduce,
-        """contrastive-nb reproduce nbs/results/suncet_fashion --seeds 0 --metric 'results/*/test_top1'
+        """contrastive-nb reproduce nbs/results/suncet_fashion --seeds 0 \\
+    --metric 'results/*/test_top1'
 contrastive-nb reproduce nbs/results/suncet_fractions --seeds 0,1 \\
     --claim results/simclr+suncet/test_top1,results/simclr_own_batch/test_top1"""),
     "open": _Command(
@@ -495,7 +501,8 @@ def _parser() -> tuple[argparse.ArgumentParser, dict]:
     for name, c in COMMANDS.items():
         cmds[name] = sub.add_parser(
             name, help=c.help, description=c.help[:1].upper() + c.help[1:] + ".",
-            epilog=(c.notes + "\n" if c.notes else "") + "examples:\n  " + c.examples.replace("\n", "\n  "), formatter_class=fmt)
+            epilog=(c.notes + "\n" if c.notes else "") + "examples:\n  "
+            + c.examples.replace("\n", "\n  "), formatter_class=fmt)
         c.arguments(cmds[name])
     return ap, cmds
 

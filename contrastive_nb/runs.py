@@ -1148,7 +1148,7 @@ def _sweep_all(spec: dict, runs: list, out: Path, parallel, log, backend: str, r
                     break
                 log(
                     f"  failed  {name} (attempt {attempt + 1}):"
-                    f" {(err.strip().splitlines() or ['?'])[-1][:200]}"
+                    f" {(err.strip().splitlines() or ['?'])[-1][:600]}"  # its exception, cell
                 )
             now = _run_status(out / name)  # what the folder says, nothing else
             status = now if now in ("ok", "preempted") else "pending" if stopping else "failed"
@@ -1345,7 +1345,8 @@ def sweep_claims(
     others = [c for c in used.columns if c.startswith("param/") and c not in (column, pair)
               and used[c].astype(str).nunique() > 1]
     rows = []
-    for key, group in used.groupby([used[c].astype(str) for c in others]) if others else [((), used)]:
+    groups = used.groupby([used[c].astype(str) for c in others]) if others else [((), used)]
+    for key, group in groups:
         at = dict(zip(others, key if isinstance(key, tuple) else (key,)))
         where = f" at {at}" if at else ""
         twice = group[group.duplicated(["_value", pair], keep=False)]["run"].tolist()
@@ -1705,7 +1706,7 @@ def prediction_interval(
     values,  # the published values (one per seed)
     confidence: float = 0.95,  # coverage for one new observation
 ) -> tuple:  # (low, high); NaN below 2 values
-    "Student-t prediction interval for one new observation: mean ± t(1 − α/2, n − 1)·s·√(1 + 1/n)."
+    "Student-t prediction interval for one new value: mean ± t(1 − α/2, n − 1)·s·√(1 + 1/n)."
     import numpy as np
     from scipy import stats
 
@@ -1738,7 +1739,8 @@ def reproduction_table(
     published, rerun = ok(published), ok(rerun)
     if rerun.empty:
         raise ValueError("no re-run finished ok: there is nothing to compare")
-    cols = [c for c in published.columns if c not in ("run", "status") and not c.startswith("param/")
+    cols = [c for c in published.columns
+            if c not in ("run", "status") and not c.startswith("param/")
             and pd.api.types.is_numeric_dtype(published[c])
             and not pd.api.types.is_bool_dtype(published[c])]
     chosen = cols if metrics is None else [c for c in cols if any(fnmatch.fnmatch(c, m)
@@ -1781,7 +1783,8 @@ def _published_notebook(results_dir: Path, shown: str) -> Path:
     writes it): looked for from the top of the checkout holding `results_dir`, then from each
     folder above it."""
     top = (_git(results_dir, "rev-parse", "--show-toplevel") or b"").decode().strip()
-    for base in ([Path(top)] if top else []) + [results_dir.resolve(), *results_dir.resolve().parents]:
+    here = results_dir.resolve()
+    for base in ([Path(top)] if top else []) + [here, *here.parents]:
         if (base / shown).is_file():
             return base / shown
     raise ValueError(
@@ -1809,7 +1812,8 @@ def reproduce_sweep(
             " results.parquet (as `contrastive-nb publish` writes them)"
         )
     prov = read_json(need[0])
-    if not isinstance(prov, dict) or not {"notebook", "grid", "parameters", "seeds", "name"} <= set(prov):
+    keys = {"notebook", "grid", "parameters", "seeds", "name"}
+    if not isinstance(prov, dict) or not keys <= set(prov):
         raise ValueError(f"{need[0]} is not a sweep's provenance (it needs notebook, grid,"
                          " parameters, seeds and name, as `contrastive-nb publish` writes it)")
     seeds = [prov["seeds"][0]] if seeds is None else list(seeds)
