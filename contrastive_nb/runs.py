@@ -457,11 +457,14 @@ def run_environment(
                  info.read_text(errors="replace").splitlines() if line.startswith("model name")]
         cpu = names[0] if names else cpu
     library = Path(importlib.util.find_spec("contrastive_nb").origin).parent
+    # the library's checkout only where it tracks the library (not a venv inside a user's repo)
+    ours = _git(library, "ls-files", "--error-unmatch", "__init__.py") is not None
     top = lambda f: _git(f, "rev-parse", "--show-toplevel")
     theirs = top(folder)
-    other = {"notebook_commit": git_commit(folder)} if theirs and theirs != top(library) else {}
+    other = ({"notebook_commit": git_commit(folder)}
+             if theirs and (not ours or theirs != top(library)) else {})
     return {
-        "commit": os.environ.get("CNB_COMMIT") or git_commit(library),
+        "commit": os.environ.get("CNB_COMMIT") or (git_commit(library) if ours else None),
         **other,
         "versions": {"python": platform.python_version(), **{p: version(p) for p in _VERSIONED}},
         "machine": {"system": platform.system(), "arch": platform.machine(), "cpu": cpu,
