@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import math
 import os
 import signal
@@ -49,6 +50,13 @@ from contrastive_nb.data import (
     check_dataset,
     dataset_fingerprint,
 )
+from contrastive_nb.reference import (
+    ref_cross_entropy,
+    ref_nt_xent,
+    ref_spread,
+    ref_suncet,
+    ref_supcon,
+)
 from contrastive_nb.losses import (
     NonFiniteInputError,
     gather_with_grad,
@@ -60,12 +68,12 @@ from contrastive_nb.losses import (
 )
 
 # %% auto #0
-__all__ = ['LOSS_TERMS', 'EVENTS', 'Projections', 'register_loss_term', 'NTXentTerm', 'SuNCEtTerm', 'SupConTerm', 'SpreadTerm',
-           'CrossEntropyTerm', 'LossTerm', 'LARS', 'make_optimizer', 'warmup_cosine', 'init_distributed', 'views_loss',
-           'Batch', 'Update', 'Hook', 'FiniteChecks', 'FlopCounter', 'Progress', 'Evaluation', 'evaluate_on_rank0',
-           'OnStep', 'OnEpoch', 'StopTraining', 'StopOnSignal', 'DeviceBatches', 'TwoLoaders', 'RowBatches', 'Trainer',
-           'train_loop', 'LabeledData', 'Optimization', 'Checkpointing', 'RuntimeOptions', 'fit', 'SelectOnValidation',
-           'fit_rows']
+__all__ = ['LOSS_TERMS', 'EVENTS', 'Projections', 'register_loss_term', 'LossTerm', 'NTXentTerm', 'SuNCEtTerm', 'SupConTerm',
+           'SpreadTerm', 'CrossEntropyTerm', 'LARS', 'make_optimizer', 'warmup_cosine', 'init_distributed',
+           'views_loss', 'Batch', 'Update', 'Hook', 'FiniteChecks', 'FlopCounter', 'Progress', 'Evaluation',
+           'evaluate_on_rank0', 'OnStep', 'OnEpoch', 'StopTraining', 'StopOnSignal', 'DeviceBatches', 'TwoLoaders',
+           'RowBatches', 'Trainer', 'train_loop', 'LabeledData', 'Optimization', 'Checkpointing', 'RuntimeOptions',
+           'fit', 'SelectOnValidation', 'fit_rows']
 
 # %% ../nbs/05_train.ipynb #f1305a09
 @dataclass
@@ -92,6 +100,9 @@ def register_loss_term(
     name: str,  # the name `LossTerm` refers to it by
     loader: str,  # the loader it reads unless a term says otherwise
     supervised: bool,  # True: it needs labels
+    # (term, Projections in float64) → the float64 value the term must give: its literal reference
+    # (`03a_reference`), which the suite checks the term against; None only for a sketch
+    reference: Callable | None = None,
 ):
     """Class decorator: register a loss-term class (options as `__init__` arguments,
     `__call__(Projections)` → scalar)."""
@@ -99,6 +110,7 @@ def register_loss_term(
 
     def add(cls):
         cls.name, cls.loader, cls.supervised = name, loader, supervised
+        cls.reference = None if reference is None else staticmethod(reference)
         LOSS_TERMS[name] = cls
         return cls
 
@@ -114,83 +126,6 @@ def _needs_labels(name: str, p: Projections) -> torch.Tensor:
     if p.labels is None:
         raise ValueError(f"loss term {name!r} needs labels; its loader gave none")
     return p.labels
-
-# %% ../nbs/05_train.ipynb #2665b799
-@register_loss_term("nt_xent", loader="unlabeled", supervised=False)
-class NTXentTerm:
-    "SimCLR's NT-Xent (SuNCEt Eq. 1, arXiv:2006.10803) on the two views."
-    def __init__(
-        self,
-        temperature: float = 0.5,  # temperature τ > 0 of the loss
-    ):
-        self.temperature = _temperature(temperature)
-    def __call__(self, p: Projections) -> torch.Tensor: return nt_xent(p.z1, p.z2, self.temperature)
-
-# %% ../nbs/05_train.ipynb #8a97eff2
-@register_loss_term("suncet", loader="labeled", supervised=True)
-class SuNCEtTerm:
-    "SuNCEt (SuNCEt Eq. 2, arXiv:2006.10803) on both views of a labeled batch."
-    def __init__(
-        self,
-        temperature: float = 0.5,  # temperature τ > 0 of the loss
-    ):
-        self.temperature = _temperature(temperature)
-    def __call__(self, p: Projections) -> torch.Tensor:
-        y = _needs_labels("suncet", p)
-        return suncet(torch.cat([p.z1, p.z2]), torch.cat([y, y]), self.temperature)
-
-# %% ../nbs/05_train.ipynb #2dda775f
-@register_loss_term("supcon", loader="labeled", supervised=True)
-class SupConTerm:
-    "SupCon (Khosla et al.; L_SC of *Perfectly Balanced*) on both views, `variant` 'out' or 'in'."
-
-    def __init__(
-        self,
-        temperature: float = 0.5,  # temperature τ > 0 of the loss
-        variant: str = "out",  # `"out"` or `"in"` (see `losses.supcon`)
-    ):
-        self.temperature, self.variant = _temperature(temperature), check_choice(
-            "variant", variant, ["out", "in"]
-        )
-
-    def __call__(self, p: Projections) -> torch.Tensor:
-        y = _needs_labels("supcon", p)
-        return supcon(torch.cat([p.z1, p.z2]), torch.cat([y, y]), self.temperature, self.variant)
-
-# %% ../nbs/05_train.ipynb #429f8b1b
-@register_loss_term("spread", loader="labeled", supervised=True)
-class SpreadTerm:
-    "L_spread (*Perfectly Balanced* Eqs. 1–3): α·L_attract + (1−α)·L_repel."
-
-    def __init__(
-        self,
-        temperature: float = 0.5,  # temperature τ > 0 of the loss
-        alpha: float = 0.5,  # weight of L_attract in [0, 1]
-    ):
-        self.temperature, self.alpha = _temperature(temperature), float(
-            check_range("alpha", alpha, 0, 1)
-        )
-
-    def __call__(self, p: Projections) -> torch.Tensor:
-        return spread(p.z1, p.z2, _needs_labels("spread", p), self.temperature, self.alpha)
-
-# %% ../nbs/05_train.ipynb #3246087b
-@register_loss_term("ce", loader="labeled", supervised=True)
-class CrossEntropyTerm:
-    """Cross-entropy of the model's classifier head, the mean over the two views (targets: the
-    loader's own labels)."""
-
-    def __call__(self, p: Projections) -> torch.Tensor:
-        _needs_labels("ce", p)
-        if p.logits is None:
-            raise ValueError(
-                "loss term 'ce' needs a model with a classifier: ContrastiveModel(encoder, head,"
-                " classifier)"
-            )
-        y = p.labels if p.local_labels is None else p.local_labels
-        return 0.5 * (
-            F.cross_entropy(p.logits[0].float(), y) + F.cross_entropy(p.logits[1].float(), y)
-        )
 
 # %% ../nbs/05_train.ipynb #d5197d54
 class LossTerm:
@@ -213,9 +148,7 @@ class LossTerm:
         self.weight = float(check_range("weight", weight, 0))
         self.until_epoch = None if until_epoch is None else check_int("until_epoch", until_epoch, 0)
         self.loader = cls.loader if loader is None else check_choice("loader", loader, LOADERS)
-        import inspect
-
-        allowed = [k for k in inspect.signature(cls.__init__).parameters if k != "self"]
+        allowed = list(inspect.signature(cls).parameters)  # a class without __init__: none
         unknown = sorted(set(options) - set(allowed))
         if unknown:
             hint = (
@@ -256,6 +189,88 @@ class LossTerm:
 
     def __repr__(self):
         return "LossTerm(" + ", ".join(f"{k}={v!r}" for k, v in self.config().items()) + ")"
+
+# %% ../nbs/05_train.ipynb #2665b799
+@register_loss_term("nt_xent", loader="unlabeled", supervised=False,
+                    reference=lambda t, p: ref_nt_xent(p.z1, p.z2, t.temperature))
+class NTXentTerm:
+    "SimCLR's NT-Xent (SuNCEt Eq. 1, arXiv:2006.10803) on the two views."
+    def __init__(
+        self,
+        temperature: float = 0.5,  # temperature τ > 0 of the loss
+    ):
+        self.temperature = _temperature(temperature)
+    def __call__(self, p: Projections) -> torch.Tensor: return nt_xent(p.z1, p.z2, self.temperature)
+
+# %% ../nbs/05_train.ipynb #8a97eff2
+@register_loss_term("suncet", loader="labeled", supervised=True, reference=lambda t, p: ref_suncet(
+    torch.cat([p.z1, p.z2]), torch.cat([p.labels, p.labels]), t.temperature))
+class SuNCEtTerm:
+    "SuNCEt (SuNCEt Eq. 2, arXiv:2006.10803) on both views of a labeled batch."
+    def __init__(
+        self,
+        temperature: float = 0.5,  # temperature τ > 0 of the loss
+    ):
+        self.temperature = _temperature(temperature)
+    def __call__(self, p: Projections) -> torch.Tensor:
+        y = _needs_labels("suncet", p)
+        return suncet(torch.cat([p.z1, p.z2]), torch.cat([y, y]), self.temperature)
+
+# %% ../nbs/05_train.ipynb #2dda775f
+@register_loss_term("supcon", loader="labeled", supervised=True, reference=lambda t, p: ref_supcon(
+    torch.cat([p.z1, p.z2]), torch.cat([p.labels, p.labels]), t.temperature, t.variant))
+class SupConTerm:
+    "SupCon (Khosla et al.; L_SC of *Perfectly Balanced*) on both views, `variant` 'out' or 'in'."
+
+    def __init__(
+        self,
+        temperature: float = 0.5,  # temperature τ > 0 of the loss
+        variant: str = "out",  # `"out"` or `"in"` (see `losses.supcon`)
+    ):
+        self.temperature, self.variant = _temperature(temperature), check_choice(
+            "variant", variant, ["out", "in"]
+        )
+
+    def __call__(self, p: Projections) -> torch.Tensor:
+        y = _needs_labels("supcon", p)
+        return supcon(torch.cat([p.z1, p.z2]), torch.cat([y, y]), self.temperature, self.variant)
+
+# %% ../nbs/05_train.ipynb #429f8b1b
+@register_loss_term("spread", loader="labeled", supervised=True,
+                    reference=lambda t, p: ref_spread(p.z1, p.z2, p.labels, t.temperature, t.alpha))
+class SpreadTerm:
+    "L_spread (*Perfectly Balanced* Eqs. 1–3): α·L_attract + (1−α)·L_repel."
+
+    def __init__(
+        self,
+        temperature: float = 0.5,  # temperature τ > 0 of the loss
+        alpha: float = 0.5,  # weight of L_attract in [0, 1]
+    ):
+        self.temperature, self.alpha = _temperature(temperature), float(
+            check_range("alpha", alpha, 0, 1)
+        )
+
+    def __call__(self, p: Projections) -> torch.Tensor:
+        return spread(p.z1, p.z2, _needs_labels("spread", p), self.temperature, self.alpha)
+
+# %% ../nbs/05_train.ipynb #3246087b
+@register_loss_term("ce", loader="labeled", supervised=True, reference=lambda t, p: 0.5 * sum(
+    ref_cross_entropy(lg, p.labels if p.local_labels is None else p.local_labels) for lg in p.logits))
+class CrossEntropyTerm:
+    """Cross-entropy of the model's classifier head, the mean over the two views (targets: the
+    loader's own labels)."""
+
+    def __call__(self, p: Projections) -> torch.Tensor:
+        _needs_labels("ce", p)
+        if p.logits is None:
+            raise ValueError(
+                "loss term 'ce' needs a model with a classifier: ContrastiveModel(encoder, head,"
+                " classifier)"
+            )
+        y = p.labels if p.local_labels is None else p.local_labels
+        return 0.5 * (
+            F.cross_entropy(p.logits[0].float(), y) + F.cross_entropy(p.logits[1].float(), y)
+        )
 
 # %% ../nbs/05_train.ipynb #7698400b
 class LARS(torch.optim.Optimizer):
@@ -425,7 +440,9 @@ def views_loss(
     y: torch.Tensor | None = None,  # (n,) labels, or None when no term needs them
     world: int = 1,  # ranks to gather projections and labels from
     epoch: int | None = None,  # 0-based epoch, for the terms and hooks
-    hooks: list = (),  # hooks whose `before_terms` may adjust the projections' labels
+    # `Trainer.fire`: called as fire('before_terms', p, terms) before the terms run, so every
+    # hook's `before_terms(run, p, terms)` may adjust the labels; None: no hooks
+    fire: Callable | None = None,
 ) -> tuple:  # (weighted total loss, {term name: value})
     "Project two views of `x` and apply `terms`: `(weighted total, {term name: value})`."
     o1, o2 = model(views(x)), model(views(x))
@@ -434,8 +451,8 @@ def views_loss(
         # the samplers give every rank the same batch size: no size collectives in the gathers
         p.z1, p.z2 = gather_with_grad(p.z1, True), gather_with_grad(p.z2, True)
         p.labels = gather_with_grad(y.float(), True).long() if y is not None else None
-    for h in hooks:
-        h.before_terms(p, terms)
+    if fire is not None:
+        fire("before_terms", p, terms)
     parts = {}
     for t in terms:
         try:
@@ -531,6 +548,7 @@ class Hook:
 
     def before_terms(
         self,
+        run,  # the `Trainer` (state, model, terms, loaders, …)
         p: Projections,  # the projections of both views
         terms: list,  # the terms about to be applied
     ):
@@ -599,7 +617,7 @@ def _blame_terms(run, step: Update) -> list:
     bad = []
     for b in step.batches:
         _, parts = views_loss(
-            run.state.model, run.views, b.terms, b.x, b.y, 1, step.epoch, run.hooks
+            run.state.model, run.views, b.terms, b.x, b.y, 1, step.epoch, run.fire
         )
         for t in b.terms:
             gs = torch.autograd.grad(
@@ -1316,7 +1334,7 @@ def _train_step(run: Trainer, epoch: int, index: int, terms: dict) -> Update:
 
 def _views_batch_loss(run: Trainer, b: Batch, epoch: int) -> tuple:
     "`fit`'s loss of one loader's batch: two views of its images through the model, its terms."
-    return views_loss(run.net, run.views, b.terms, b.x, b.y, run.world, epoch, run.hooks)
+    return views_loss(run.net, run.views, b.terms, b.x, b.y, run.world, epoch, run.fire)
 
 
 # %% ../nbs/05_train.ipynb #8c9b5a1a
@@ -1789,7 +1807,7 @@ def fit(
                   epochs,
                   Path(ckpt.run_dir) if ckpt.run_dir is not None else None,
                   use_amp, optim.max_grad_norm, views,
-                  lambda m, b: views_loss(m, views, b.terms, b.x, b.y, 1, None, run.hooks)[0])
+                  lambda m, b: views_loss(m, views, b.terms, b.x, b.y, 1, None, run.fire)[0])
     with _backend_flags(opts):
         return train_loop(run, ckpt.stop_after_epoch)
 
