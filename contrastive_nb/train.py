@@ -627,7 +627,7 @@ def _blame_terms(run, step: Update) -> list:
                 bad.append(t.name)
     return bad
 
-
+# %% ../nbs/05_train.ipynb #bbbfec95
 class FiniteChecks(Hook):
     """Raise `NonFiniteError` on a non-finite input, loss, gradient or weight, naming the update,
     term and items. The tests run on the device; their results are read in one transfer every
@@ -718,7 +718,7 @@ class FiniteChecks(Hook):
                 f"non-finite weights after epoch {record['epoch']}", update=run.state.updates
             )
 
-
+# %% ../nbs/05_train.ipynb #19362f73
 def _raise_non_finite(run, step: Update, vals: list, newest: bool):
     """Raise `NonFiniteError` for `step` from its read test values (bad inputs per batch, terms,
     max |gradient|), naming the items, the term, or the gradient's term(s)."""
@@ -753,7 +753,6 @@ def _raise_non_finite(run, step: Update, vals: list, newest: bool):
         step.ids,
         ",".join(culprits),
     )
-
 
 # %% ../nbs/05_train.ipynb #1e495d74
 class FlopCounter(Hook):
@@ -852,7 +851,7 @@ class Progress(Hook):
             self.bar.close()
             self.bar = None
 
-
+# %% ../nbs/05_train.ipynb #0048da13
 class Evaluation(Hook):
     "Add `eval_fn(model)`'s numbers to the record every `every` epochs and after the last."
 
@@ -890,7 +889,7 @@ def evaluate_on_rank0(
     dist.broadcast_object_list(out, src=0)
     return out[0]
 
-
+# %% ../nbs/05_train.ipynb #587768c2
 class OnStep(Hook):
     "Call `fn(updates)` after every update and its checkpoint (if any)."
 
@@ -924,7 +923,6 @@ class OnEpoch(Hook):
     ):
         "Call `fn` with the record."
         self.fn(record)
-
 
 # %% ../nbs/05_train.ipynb #14b22366
 _SIGNALS = ["SIGTERM", "SIGUSR1"]
@@ -1074,7 +1072,7 @@ def _loader(ds, batch_sampler, num_workers: int, device: torch.device, seed: int
         generator=torch.Generator().manual_seed(seed),
     )
 
-
+# %% ../nbs/05_train.ipynb #416faed4
 class TwoLoaders:
     """The main loader (an `EpochBatchSampler` per rank) and the cycled labeled loader of a run, on
     one device."""
@@ -1173,7 +1171,7 @@ class TwoLoaders:
             batches.append(Batch("labeled", terms["labeled"], x, y, ids))
         return batches
 
-
+# %% ../nbs/05_train.ipynb #6d30ee63
 class RowBatches:
     """`fit_rows`' batches: shuffled index batches of `range(n)`, one permutation per epoch from
     `rng` (a NumPy or torch generator), batches of fewer than `min_batch` rows skipped."""
@@ -1219,7 +1217,6 @@ class RowBatches:
         idx = self.perm[self.at : self.at + self.batch_size]
         self.at += self.batch_size
         return [Batch("rows", terms["rows"], None, None, torch.as_tensor(idx))]
-
 
 # %% ../nbs/05_train.ipynb #4de43c9c
 # The closed set of events (`Trainer.fire` refuses any other name); `train_loop`'s docstring shows
