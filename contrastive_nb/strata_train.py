@@ -39,6 +39,7 @@ class LabelCorrection(Hook):
 
     def before_terms(
         self,
+        run,  # the `train.Trainer` (unused: the labels come from the projections)
         p: Projections,  # the batch's projections; `p.labels` is replaced by the corrected labels
         terms: list,  # the loss terms about to run (their `loader` decides whether the hook acts)
     ):

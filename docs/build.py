@@ -105,7 +105,9 @@ SECTIONS = [
 TITLES = {
     "core": "Core helpers", "data": "Data and label-scarcity splits", "augment": "Two-view augmentation",
     "losses": "Contrastive losses", "reference": "Reference losses (float64)", "models": "Encoders and heads",
-    "compute": "FLOP ledger and compute", "train": "The training engine", "evaluate": "Embedding table and metrics",
+    "compute": "FLOP ledger and compute", "loss_terms": "Loss terms and their registry",
+    "optim": "Optimisers and the schedule", "hooks": "One update and its hooks", "loaders": "Loaders and input checks",
+    "train": "The training engine", "evaluate": "Embedding table and metrics",
     "protocol": "The experiment protocol", "strata": "Strata, group robustness, coresets",
     "text": "Text data and language models", "cless": "CLESS", "csslm": "CSS-LM",
     "explore": "Exploring embeddings", "audit": "Bias audit", "runs": "Runs, sweeps and the command",

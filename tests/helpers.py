@@ -15,10 +15,11 @@ def tool(name: str) -> str:
     return str(p) if p.exists() else name
 
 
-def tutorial_arms(notebook_name: str) -> list:
+def tutorial_arms(notebook_name: str, text: str | None = None) -> list:
     """A tutorial's arms: the literal value of the one `ARMS = ...` assignment in its one code cell tagged `arms` (the
-    notebook's only list of its arms), read with `ast.literal_eval`; `notebook_name` with or without `.ipynb`."""
-    nb = json.loads((TUT / notebook_name).with_suffix(".ipynb").read_text())
+    notebook's only list of its arms), read with `ast.literal_eval`; `notebook_name` with or without `.ipynb`, or the
+    notebook's `text` (an older version of it, from git)."""
+    nb = json.loads(text if text is not None else (TUT / notebook_name).with_suffix(".ipynb").read_text())
     cells = [c for c in nb["cells"] if c["cell_type"] == "code" and "arms" in c["metadata"].get("tags", [])]
     assert len(cells) == 1, f"{notebook_name}: {len(cells)} code cells tagged 'arms' (one expected)"
     found = [n for n in ast.parse("".join(cells[0]["source"])).body

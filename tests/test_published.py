@@ -1,8 +1,13 @@
 """What is published under nbs/results is what the code says it is: every results folder has its provenance, every
 claims table carries the statistics of `evaluate.claim_verdicts` with the verdicts its rule gives them, and every
-published sweep holds exactly the runs its sweep file asks for, all finished, with every arm of its notebook."""
+published sweep holds exactly the runs its sweep file asks for, all finished, with every arm of its notebook. A sweep
+that disagrees with its notebook or sweep file fails either way, and says which it is: STALE (the notebook or file
+changed after the sweep ran: the message names every sweep to re-run, its commands and its recorded cost) or WRONG
+(they have not changed: the artefact disagrees with the code that made it)."""
 import json
+from pathlib import Path
 import math
+import subprocess
 import sys
 
 import numpy as np
@@ -85,11 +90,64 @@ def test_claims_families_in_metrics_carry_the_rules_mde_and_verdicts(path):
             np.testing.assert_allclose(r["mde"], want, rtol=1e-9, err_msg=f"{name}: {r[col]}")
 
 
+def _at_commit(commit: str, path: str) -> str | None:
+    "The text of the repository file `path` at `commit`, or None where git does not have it."
+    r = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=ROOT, capture_output=True, text=True)
+    return r.stdout if r.returncode == 0 else None
+
+
+def _rerun(notebook: str) -> str:
+    """Every published sweep made from `notebook`: the commands that re-run and re-publish it and what its runs cost
+    as recorded (the run seconds in its provenance.json), then the total."""
+    lines, runs, seconds = [], 0, 0.0
+    for folder in SWEEPS:
+        prov = json.loads((folder / "provenance.json").read_text())
+        if prov.get("notebook") != notebook:
+            continue
+        secs = prov["runs"]["seconds"]
+        runs, seconds = runs + len(secs), seconds + sum(secs.values())
+        figures = f" --figures {prov['figures']}" if prov.get("figures") else ""
+        lines.append(f"  contrastive-nb sweep {prov['sweep']} && contrastive-nb publish {prov['sweep']} "
+                     f"nbs/results/{folder.name}{figures}   # {len(secs)} runs, {sum(secs.values()) / 3600:.1f} h "
+                     "recorded")
+    return "\n".join(lines + [f"  in all {runs} runs, {seconds / 3600:.1f} h of recorded run time "
+                               "(provenance.json `runs.seconds`)"])
+
+
+def _stale_or_wrong(folder, prov: dict, problem: str, source: str, stale: bool | None) -> str:
+    """The failure message of a published sweep that disagrees with its `source` file: `stale` True (the file changed
+    after the sweep's commit), False (it did not: wrong) or None (git does not know the commit)."""
+    if stale:
+        return (f"{folder.name} is STALE, not wrong: {source} changed after the sweep ran at {prov['commit']}, and "
+                f"{problem}. Re-run and re-publish every sweep made from {prov['notebook']}:\n"
+                + _rerun(prov["notebook"]))
+    if stale is None:
+        return (f"{folder.name}: {problem}; stale or wrong cannot be told (commit {prov['commit']} is not in this "
+                "repository's history). If the code changed since, re-run:\n" + _rerun(prov["notebook"]))
+    return (f"{folder.name} is WRONG: {source} already asked for this when the sweep ran at {prov['commit']}, "
+            f"yet {problem}: the published artefact disagrees with the code that made it (edited by hand, or published "
+            "from other runs); re-publish it from its runs, or find what changed it")
+
+
+def _sweep_spec(text: str) -> tuple:
+    "(name, seeds, grid) of a sweep file's text."
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / "sweep.yaml"
+        f.write_text(text)
+        spec = load_sweep(f)
+    return spec["name"], spec["seeds"], spec["grid"]
+
+
 @pytest.mark.parametrize("folder", SWEEPS, ids=lambda p: p.name)
 def test_published_sweeps_hold_every_run_of_their_sweep_file(folder):
     prov = json.loads((folder / "provenance.json").read_text())
     spec = load_sweep(ROOT / prov["sweep"])
-    assert (spec["name"], spec["seeds"], spec["grid"]) == (prov["name"], prov["seeds"], prov["grid"])
+    if (spec["name"], spec["seeds"], spec["grid"]) != (prov["name"], prov["seeds"], prov["grid"]):
+        then = _at_commit(prov["commit"], prov["sweep"])
+        pytest.fail(_stale_or_wrong(folder, prov, "its name, seeds or grid differ from the file's",
+                                    prov["sweep"], None if then is None else
+                                    _sweep_spec(then) != (spec["name"], spec["seeds"], spec["grid"])))
     res = pd.read_parquet(folder / "results.parquet")
     assert sorted(res["run"]) == sorted(n for n, _ in sweep_runs(spec)) and (res["status"] == "ok").all()
     assert prov["commit"] and prov["runs"]["ok"] == len(res) and all(
@@ -97,13 +155,45 @@ def test_published_sweeps_hold_every_run_of_their_sweep_file(folder):
     for k, v in spec["parameters"].items():  # the file's fixed parameters are what every run had
         if not isinstance(v, (list, dict)):
             assert (res[f"param/{k}"] == v).all(), k
-    arms = {a["arm"] for a in tutorial_arms(prov["notebook"].split("/")[-1])} if \
-        (TUT / prov["notebook"].split("/")[-1]).exists() else set()
+    name = prov["notebook"].split("/")[-1]
+    arms = {a["arm"] for a in tutorial_arms(name)} if (TUT / name).exists() else set()
     if "results/" in "".join(res.columns):
         long = long_table(res, "results")
-        assert arms <= set(long["arm"]), f"arms missing from {folder.name}: {sorted(arms - set(long['arm']))}"
+        missing = sorted(arms - set(long["arm"]))
+        if missing:
+            then = _at_commit(prov["commit"], prov["notebook"])
+            pytest.fail(_stale_or_wrong(folder, prov, f"its `arms` cell now has arms {missing} the sweep lacks",
+                                        prov["notebook"], None if then is None else
+                                        bool(set(missing) - {a["arm"] for a in tutorial_arms(name, then)})))
         seeds = long.groupby([c for c in long.columns if c in spec["grid"]] + ["arm"])["seed"].nunique()
         assert seeds.min() == len(spec["seeds"]), seeds.to_dict()
         assert long["test_top1"].notna().all() and not long["test_top1"].map(math.isinf).any()
     for f in prov["files"]:
         assert (folder / f).exists(), f
+
+
+def test_a_sweep_lacking_a_new_arm_is_called_stale_with_what_to_rerun_and_a_disagreeing_one_wrong():
+    "Both messages, on the published SuNCEt sweep's provenance (cheap: no run is read)."
+    folder = RES / "suncet_fashion"
+    prov = json.loads((folder / "provenance.json").read_text())
+    made_from = [json.loads((f / "provenance.json").read_text()) for f in SWEEPS]
+    made_from = [p for p in made_from if p.get("notebook") == prov["notebook"]]
+    assert len(made_from) >= 2, "the SuNCEt tutorial makes two published sweeps"
+    stale = _stale_or_wrong(folder, prov, "its `arms` cell now has arms ['new_arm'] the sweep lacks",
+                            prov["notebook"], True)
+    assert "suncet_fashion is STALE, not wrong" in stale and "['new_arm']" in stale
+    for p in made_from:                 # every sweep of that notebook, its commands and its recorded hours
+        hours = f"{len(p['runs']['seconds'])} runs, {sum(p['runs']['seconds'].values()) / 3600:.1f} h recorded"
+        assert f"contrastive-nb sweep {p['sweep']} && contrastive-nb publish {p['sweep']}" in stale and hours in stale
+    total = sum(sum(p["runs"]["seconds"].values()) for p in made_from) / 3600
+    assert f"in all {sum(len(p['runs']['seconds']) for p in made_from)} runs, {total:.1f} h" in stale
+    wrong = _stale_or_wrong(folder, prov, "its `arms` cell now has arms ['x'] the sweep lacks", prov["notebook"],
+                            False)
+    assert "suncet_fashion is WRONG" in wrong and "contrastive-nb sweep" not in wrong
+    # which one is decided from git: the arms at the sweep's commit are the notebook's arms then; a clone without
+    # that commit (a shallow checkout) cannot tell, and says so
+    then = _at_commit(prov["commit"], prov["notebook"])
+    if then is not None:
+        assert {a["arm"] for a in tutorial_arms("suncet_digits", then)} >= set(
+            pd.read_parquet(folder / "results.parquet").filter(like="results/").columns.str.split("/").str[1])
+    assert "stale or wrong cannot be told" in _stale_or_wrong(folder, prov, "x", prov["notebook"], None)

@@ -103,3 +103,24 @@ def test_the_explorer_and_the_audit_do_not_load_the_training_engine():
     loaded = set(__import__("ast").literal_eval(out))
     assert not loaded & {"contrastive_nb.train", "contrastive_nb.checkpoint", "contrastive_nb.losses",
                          "contrastive_nb.data"}, loaded
+
+
+ENGINE_ROOMS = ["loss_terms", "optim", "hooks", "loaders"]   # split out of `train` (04c–04f), below it
+
+
+def test_train_reexports_the_public_names_of_the_engine_rooms_below_it():
+    """`from contrastive_nb.train import LossTerm, Hook, ...` works as it did before the engine was split into rooms:
+    every public name (`__all__`) of the rooms numbered between `checkpoint` and `train` is imported by `train`."""
+    tree = ast.parse((LIB / "train.py").read_text())
+    imported = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module:
+            mod = node.module.split(".")[-1]
+            imported.setdefault(mod, set()).update(a.name for a in node.names)
+    missing = []
+    for room in ENGINE_ROOMS:
+        body = ast.parse((LIB / f"{room}.py").read_text()).body
+        public = next(ast.literal_eval(n.value) for n in body if isinstance(n, ast.Assign)
+                      and any(getattr(t, "id", None) == "__all__" for t in n.targets))
+        missing += [f"{room}.{name}" for name in public if name not in imported.get(room, set())]
+    assert not missing, f"add these to 05_train's import cell (re-exported from train): {missing}"
