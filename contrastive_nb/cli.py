@@ -98,7 +98,8 @@ def _claims_arguments(c: argparse.ArgumentParser) -> None:
     "The `claims` subcommand's arguments."
     c.add_argument("sweep_dir", help="the sweep folder (runs/<sweep>)")
     c.add_argument("--metric", required=True,
-                   help="the metric compared, higher is better: a column of results.csv (test/acc)")
+                   help="the metric compared, higher is better: a column of results.csv (test/acc),"
+                   " or with one * for the arm when each run holds several (results/*/test_top1)")
     c.add_argument("--compare", required=True, metavar="PARAM=BASELINE,VALUE[,VALUE…]",
                    help="the parameter compared and its values: the baseline first, then each value"
                    " compared with it (arm=simclr,suncet)")
@@ -462,7 +463,8 @@ contrastive-nb sweep nbs/tutorials/suncet_fractions.yaml --parallel 2 --wait""")
     "claims": _Command(
         "the claims table of a sweep: values of a parameter against a baseline, paired by seed",
         _claims_arguments, _cmd_claims,
-        """contrastive-nb claims runs/suncet-fashion --metric test_acc --compare arm=simclr,suncet
+        """contrastive-nb claims runs/mine --metric 'results/*/test_top1' \\
+    --compare arm=supervised_only,simclr+suncet
 contrastive-nb claims runs/my-sweep --metric test/acc --compare lr=0.1,0.3,1.0 --out claims"""),
     "reproduce": _Command(
         "re-run seeds of a published sweep here and check them against its prediction intervals",

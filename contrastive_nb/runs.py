@@ -1304,9 +1304,34 @@ def _same_value(v, text: str) -> bool:
         return False
 
 
+def _arms_within_runs(
+    results,  # `collect_results`' table, one row per run
+    metric: str,  # a pattern with one `*` standing for the arm ('results/*/test_top1')
+    column: str,  # the name the arms are compared under ('arm')
+    values: list,  # the arms compared (as text)
+) -> "pd.DataFrame":  # one row per run and arm: `column` holds the arm, `metric` its value
+    """Runs that each hold several arms (suncet_digits' `results/<arm>/test_top1`) as one row per
+    run and arm, so that arms are compared across seeds like the values of a parameter."""
+    import pandas as pd
+
+    if metric.count("*") != 1:
+        raise ValueError(f"`--metric` {metric!r} may hold one `*`, the arm (results/*/test_top1)")
+    head, tail = metric.split("*")
+    arms = sorted({c[len(head):len(c) - len(tail)] for c in results.columns
+                   if c.startswith(head) and c.endswith(tail) and len(c) > len(head) + len(tail)})
+    missing = [v for v in values if metric.replace("*", v) not in results.columns]
+    if missing:
+        raise ValueError(f"`--metric` {metric!r}: the runs hold no column for the arm(s) {missing};"
+                         f" their arms are {arms}")
+    return pd.concat([results.assign(**{column: v, metric: results[metric.replace("*", v)]})
+                      for v in values], ignore_index=True)
+
+
 def sweep_claims(
     results,  # `collect_results`' table (only runs that finished ok are used)
-    metric: str,  # the metric compared, higher is better (a column: 'test/acc')
+    # the metric compared, higher is better: a column ('test/acc'), or with one `*` standing for
+    # the arm when each run holds several arms ('results/*/test_top1', compared as `arm=a,b`)
+    metric: str,
     column: str,  # the parameter whose values are compared ('param/arm' or 'arm')
     values: list,  # its baseline value first, then each value compared with it (as text)
     pair: str = "param/seed",  # the column that pairs runs: the same seed in both
@@ -1329,6 +1354,8 @@ def sweep_claims(
         results = results[results["status"] == "ok"]
     if results.empty:
         raise ValueError("no run of the sweep finished ok: there is nothing to compare")
+    if "*" in metric:  # arms within each run: one row per run and arm
+        results = _arms_within_runs(results, metric, column, values)
     metric = _results_column(results, metric, "`--metric`")
     column = _results_column(results, column, "`--compare`")
     pair = _results_column(results, pair, "`--pair`")
