@@ -1,5 +1,6 @@
 """The tutorials are experiments run by papermill; here each runs as its CPU-sized twin (tiny parameters)."""
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -89,6 +90,38 @@ def test_suncet_digits_twin(tmp_path):
     t = pd.read_parquet(run / "embeddings_simclr_suncet.parquet")
     assert len(t) == m["n_test"] and {"id", "split", "label", "embedding"} <= set(t.columns)
     assert set(t["id"]) == set(split["test"].tolist())
+
+
+def _digit_folder(root, n=300, every=5):
+    """`n` digit PNGs as a user's folder: every `every`-th ten in labeled/d<k>/ (class names that are not the
+    label ids), the rest in unlabeled/ (flat)."""
+    from PIL import Image
+    from sklearn.datasets import load_digits
+    d = load_digits()
+    for i in range(n):
+        part = f"labeled/d{d.target[i]}" if (i // 10) % every == 0 else "unlabeled"
+        (root / part).mkdir(parents=True, exist_ok=True)
+        Image.fromarray((d.images[i] * 255 / 16).astype(np.uint8)).save(root / part / f"{i}.png")
+    return root
+
+
+def test_suncet_digits_on_a_folder_of_pngs(tmp_path):
+    """Issue 44's acceptance: suncet_digits on a folder of PNGs (labeled/<class>/ + unlabeled/), at the small settings
+    it names; the run's tables hold the class names and the files."""
+    folder = _digit_folder(tmp_path / "my images")
+    run = run_notebook(TUT / "suncet_digits.ipynb", "folder", root=tmp_path / "runs", timeout=600,
+                       parameters=dict(dataset=f"folder:{folder}", epochs=2, suncet_off_epoch=1, finetune_updates=10,
+                                       supervised_updates=10, sweep_dir="none"))
+    split = load_split_manifest(run / "split.json", require=["labeled", "unlabeled", "val", "test"])
+    # the folder's labels, not a drawn fraction: labeled/ holds 60 images, split into labeled / val / test;
+    # unlabeled/ is the unlabeled part
+    assert len(split["unlabeled"]) == 240 and sum(len(split[k]) for k in ("labeled", "val", "test")) == 60
+    t = pd.read_parquet(run / "embeddings_simclr_suncet.parquet")
+    assert len(t) == len(split["test"]) and set(t["id"]) == set(split["test"].tolist())
+    assert (t["class_name"] == "d" + t["label"].astype(str)).all()
+    assert all(p.startswith(str(folder / "labeled" / c)) and Path(p).is_file() for p, c in zip(t["path"], t["class_name"]))
+    nb = json.loads((run / "suncet_digits.ipynb").read_text())
+    assert "application/vnd.plotly.v1+json" in json.dumps(nb["cells"][-1]["outputs"])  # the explorer, static
 
 
 def test_spread_strata_twin(tmp_path):
