@@ -125,10 +125,18 @@ def test_suncet_digits_on_a_folder_of_pngs(tmp_path):
 
 
 def test_spread_strata_twin(tmp_path):
+    """The twin runs on the digits as a user's folder of PNGs (classes n0..n9, 100 unlabeled images, which this study
+    leaves out) with its coarse classes from a mapping file: the bundled sets' path is the executed notebook's."""
     arms = tutorial_arms("spread_strata")
     study = lambda name: [a for a in arms if a["study"] == name]
+    folder = _digit_folder(tmp_path / "digits", n=1797, every=1)
+    for p in sorted((folder / "labeled").rglob("*.png"), key=lambda p: int(p.stem))[-100:]:
+        (folder / "unlabeled").mkdir(exist_ok=True)
+        p.rename(folder / "unlabeled" / p.name)
+    mapping = tmp_path / "coarse.json"
+    mapping.write_text(json.dumps({f"d{k}": "small" if k < 5 else "big" for k in range(10)}))
     run = run_notebook(TUT / "spread_strata.ipynb", "twin", root=tmp_path, timeout=600,
-                       parameters=dict(seeds=[0, 1], worst_group_seeds=[0], noise_seeds=[0], coreset_seeds=[0], epochs=2,
+                       parameters=dict(dataset=f"folder:{folder}", coarse=str(mapping), seeds=[0, 1], worst_group_seeds=[0], noise_seeds=[0], coreset_seeds=[0], epochs=2,
                                        select_every=1, clf_epochs=2, probe_draws=1, probe_Cs=[1.0], strength_seeds=[100],
                                        strength_grid=[[0.5, 0.2], [1.0, 0.0]], strength_margin=0.0, noise_grid=[0.4, 0.8],
                                        noise_search_seeds=[100], coreset_fractions=[0.5], coreset_runs=1,
@@ -191,6 +199,13 @@ def test_spread_strata_twin(tmp_path):
     assert sorted(cores["size"].unique()) == [0.3, 0.6] and set(cores["method"]) == {a["arm"] for a in study("coresets")}
     for name in ["fig2_tsne_centre_similarity.png", "coresets.png", "strata_f1.parquet"]:
         assert (run / name).exists(), name
+    # the explorer's table: L_spread's test projections with class names, coarse classes (from the mapping) and files
+    emb = pd.read_parquet(run / "embeddings_spread_test.parquet")
+    split0 = load_split_manifest(run / "split_seed0.json", require=["train", "val", "test"])
+    assert len(emb) == 300 and set(emb["id"]) <= set(split0["test"].tolist())        # train_limit of the test part
+    assert (emb["class_name"] == "d" + emb["label"].astype(str)).all()
+    assert (emb["coarse"] == np.where(emb["label"] < 5, "small", "big")).all()
+    assert all(Path(p).parent.name == c and Path(p).is_file() for p, c in zip(emb["path"], emb["class_name"]))
 
 
 def _check_claims(claims: pd.DataFrame):
