@@ -24,7 +24,8 @@ def test_suncet_digits_twin(tmp_path):
     run = run_notebook(TUT / "suncet_digits.ipynb", "twin", root=tmp_path, timeout=600,
                        parameters=dict(epochs=2, suncet_off_epoch=1, finetune_updates=4, supervised_updates=4, warmup_epochs=0,
                                        simclr_batch=512, suncet_unlabeled_batch=512, items_per_class=2, probe_Cs=[1.0],
-                                       finetune_lr=[0.05, 0.2], thresholds=[0.5, 0.9], sweep_dir="none"))
+                                       finetune_lr=[0.05, 0.2], thresholds=[0.5, 0.9], sweep_dir="none",
+                                       explorer_layout="pca"))
     m = json.loads((run / "metrics.json").read_text())
     assert m["target_split"] == "val" and m["arms"] == ARMS and m["strongest_baseline"] in BASELINES
     assert m["arm_spec"] == list(spec.values())
@@ -111,7 +112,7 @@ def test_suncet_digits_on_a_folder_of_pngs(tmp_path):
     folder = _digit_folder(tmp_path / "my images")
     run = run_notebook(TUT / "suncet_digits.ipynb", "folder", root=tmp_path / "runs", timeout=600,
                        parameters=dict(dataset=f"folder:{folder}", epochs=2, suncet_off_epoch=1, finetune_updates=10,
-                                       supervised_updates=10, sweep_dir="none"))
+                                       supervised_updates=10, sweep_dir="none", explorer_layout="pca"))
     split = load_split_manifest(run / "split.json", require=["labeled", "unlabeled", "val", "test"])
     # the folder's labels, not a drawn fraction: labeled/ holds 60 images, split into labeled / val / test;
     # unlabeled/ is the unlabeled part
