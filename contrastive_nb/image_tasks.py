@@ -233,7 +233,8 @@ def image_folder_task(
 
 # %% ../nbs/02a_image_tasks.ipynb #d87c1818
 def csv_image_task(
-    csv_path,  # a CSV with columns `image` (a path) and `label` (empty: unlabeled), optional `split`
+    # a CSV with columns `image` (a path) and `label` (empty: unlabeled), optional `split`
+    csv_path,
     image_size: int | None = None,  # resize every image to this side; None: sizes must agree
 ) -> ImageTask:  # the listed images; `split` = 'test' rows form the test set
     """A data set listed in a CSV (`data.CSVImageDataset`'s reader): `image`, `label` (empty:
@@ -319,8 +320,8 @@ def task_splits(
     counts = np.bincount(y[pool], minlength=len(task.classes))
     if counts.min() < need:
         c = int(counts.argmin())
-        raise ValueError(f"class {task.classes[c]!r} of {task.name} has {counts[c]} labeled image(s)"
-                         f" outside the test set: each class needs at least {need} (train,"
+        raise ValueError(f"class {task.classes[c]!r} of {task.name} has {counts[c]} labeled"
+                         f" image(s) outside the test set: each class needs at least {need} (train,"
                          " validation" + (", test" if need == 3 else "") + ")")
     if task.test is None:
         rel = train_val_test_split(y[pool], val_fraction, test_fraction, seed=seed)
