@@ -301,6 +301,11 @@ def image_folder_dataset(
     if not root.is_dir():
         raise FileNotFoundError(f"`root` must be a folder with one sub-folder per class; "
                                 f"{root} {'is a file' if root.exists() else 'does not exist'}")
+    subs = {p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")}
+    if "labeled" in subs and subs <= {"labeled", "unlabeled", "test"}:
+        raise ValueError(f"{root} holds {sorted(subs)}, the layout of a data set with unlabeled"
+                         " images, not class folders: read it with"
+                         f" image_tasks.load_image_task('folder:{root}')")
     ds = ImageFolder(str(root), transform=transform)
     ds.targets = np.asarray(ds.targets, dtype=np.int64)
     return ds

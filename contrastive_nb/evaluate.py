@@ -54,10 +54,12 @@ def embedding_table(
     ids=None,  # (n,) item ids; None: 0..n-1
     split="test",  # split name for every row, or (n,) names
     labels=None,  # (n,) class labels, or None
+    classes=None,  # class names, index = label id: adds `class_name` ('' where the label is −1)
+    paths=None,  # (n,) each item's file, or None: adds `path` (the explorer's thumbnails)
     **columns,  # further (n,) metadata columns (e.g. `group`, `freq_bin`)
 ) -> pd.DataFrame:  # one row per item, `embedding` column of float32 vectors
     """Build the embedding table: one row per item with its `embedding` (float32 vector) and
-    metadata columns."""
+    metadata columns (`class_name` from `classes`, `path` from `paths`)."""
     z = (
         embeddings.detach().cpu().numpy()
         if isinstance(embeddings, torch.Tensor)
@@ -72,6 +74,17 @@ def embedding_table(
     df["split"] = split if isinstance(split, str) else np.asarray(split)
     if labels is not None:
         df["label"] = np.asarray(labels)
+    if classes is not None:
+        if labels is None:
+            raise ValueError("`classes` names the labels: pass `labels` too")
+        y, names = np.asarray(labels), np.asarray([str(c) for c in classes] + [""], object)
+        if y.dtype.kind not in "iu" or y.min(initial=0) < -1 or y.max(initial=0) >= len(classes):
+            raise ValueError(f"`labels` must be ids in [0, {len(classes)}) (−1: unlabeled) to"
+                             f" name them with `classes`; got {y.dtype} in"
+                             f" [{y.min(initial=0)}, {y.max(initial=0)}]")
+        columns = {"class_name": names[np.where(y < 0, len(classes), y)], **columns}
+    if paths is not None:
+        columns = {**columns, "path": np.asarray([str(p) for p in paths], dtype=object)}
     for k, v in columns.items():
         v = np.asarray(v)
         if v.shape[:1] != (n,):

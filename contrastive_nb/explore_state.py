@@ -8,6 +8,7 @@ from __future__ import annotations
 import html
 import io
 import re
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -228,11 +229,22 @@ def thumbnail_png(
     return buf.getvalue()
 
 
-def _read_image(path):
+def _read_image(path, warned: set | None = None):
+    """The image file `path` as RGB; one that cannot be read gives a grey placeholder and a warning
+    (once per `warned` set: once per explorer)."""
     from PIL import Image
 
-    with Image.open(path) as im:
-        return im.convert("RGB").copy()
+    try:
+        with Image.open(path) as im:
+            return im.convert("RGB").copy()
+    except (OSError, ValueError) as e:  # missing, unreadable or not an image
+        if warned is None or not warned:
+            warnings.warn(f"cannot read the image {path} ({type(e).__name__}); a grey placeholder"
+                          " is shown for it and for any other unreadable file of this explorer",
+                          stacklevel=2)
+        if warned is not None:
+            warned.add(str(path))
+        return Image.new("RGB", (8, 8), (160, 160, 160))
 
 # %% ../nbs/30a_explore_state.ipynb #77cd1aad
 def _check_rows(rows, n) -> np.ndarray:
@@ -323,7 +335,7 @@ class _StateQueries:
             self.images(r)
             if callable(self.images)
             else (
-                _read_image(r[self.images])
+                _read_image(r[self.images], self._unreadable)
                 if isinstance(self.images, str)
                 else self.images[int(row)]
             )
@@ -411,6 +423,7 @@ class ExplorerState(_StateQueries):
         self.text, self.images, self.title, self.marker_size = text, images, title, marker_size
         self.categorical = {"label"} if categorical is None else set(categorical)
         self._unit_z, self._knn = None, (None, None)
+        self._unreadable = set()  # image files that could not be read (warned once)
         self._total_counts, self._shown_columns = {}, (None, None)
         skip = (text, "x", "y", images if isinstance(images, str) else None)
         self.hover_columns = (

@@ -1,5 +1,6 @@
 """The tutorials are experiments run by papermill; here each runs as its CPU-sized twin (tiny parameters)."""
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -23,7 +24,8 @@ def test_suncet_digits_twin(tmp_path):
     run = run_notebook(TUT / "suncet_digits.ipynb", "twin", root=tmp_path, timeout=600,
                        parameters=dict(epochs=2, suncet_off_epoch=1, finetune_updates=4, supervised_updates=4, warmup_epochs=0,
                                        simclr_batch=512, suncet_unlabeled_batch=512, items_per_class=2, probe_Cs=[1.0],
-                                       finetune_lr=[0.05, 0.2], thresholds=[0.5, 0.9], sweep_dir="none"))
+                                       finetune_lr=[0.05, 0.2], thresholds=[0.5, 0.9], sweep_dir="none",
+                                       explorer_layout="pca"))
     m = json.loads((run / "metrics.json").read_text())
     assert m["target_split"] == "val" and m["arms"] == ARMS and m["strongest_baseline"] in BASELINES
     assert m["arm_spec"] == list(spec.values())
@@ -91,11 +93,51 @@ def test_suncet_digits_twin(tmp_path):
     assert set(t["id"]) == set(split["test"].tolist())
 
 
+def _digit_folder(root, n=300, every=5):
+    """`n` digit PNGs as a user's folder: every `every`-th ten in labeled/d<k>/ (class names that are not the
+    label ids), the rest in unlabeled/ (flat)."""
+    from PIL import Image
+    from sklearn.datasets import load_digits
+    d = load_digits()
+    for i in range(n):
+        part = f"labeled/d{d.target[i]}" if (i // 10) % every == 0 else "unlabeled"
+        (root / part).mkdir(parents=True, exist_ok=True)
+        Image.fromarray((d.images[i] * 255 / 16).astype(np.uint8)).save(root / part / f"{i}.png")
+    return root
+
+
+def test_suncet_digits_on_a_folder_of_pngs(tmp_path):
+    """Issue 44's acceptance: suncet_digits on a folder of PNGs (labeled/<class>/ + unlabeled/), at the small settings
+    it names; the run's tables hold the class names and the files."""
+    folder = _digit_folder(tmp_path / "my images")
+    run = run_notebook(TUT / "suncet_digits.ipynb", "folder", root=tmp_path / "runs", timeout=600,
+                       parameters=dict(dataset=f"folder:{folder}", epochs=2, suncet_off_epoch=1, finetune_updates=10,
+                                       supervised_updates=10, sweep_dir="none", explorer_layout="pca"))
+    split = load_split_manifest(run / "split.json", require=["labeled", "unlabeled", "val", "test"])
+    # the folder's labels, not a drawn fraction: labeled/ holds 60 images, split into labeled / val / test;
+    # unlabeled/ is the unlabeled part
+    assert len(split["unlabeled"]) == 240 and sum(len(split[k]) for k in ("labeled", "val", "test")) == 60
+    t = pd.read_parquet(run / "embeddings_simclr_suncet.parquet")
+    assert len(t) == len(split["test"]) and set(t["id"]) == set(split["test"].tolist())
+    assert (t["class_name"] == "d" + t["label"].astype(str)).all()
+    assert all(p.startswith(str(folder / "labeled" / c)) and Path(p).is_file() for p, c in zip(t["path"], t["class_name"]))
+    nb = json.loads((run / "suncet_digits.ipynb").read_text())
+    assert "application/vnd.plotly.v1+json" in json.dumps(nb["cells"][-1]["outputs"])  # the explorer, static
+
+
 def test_spread_strata_twin(tmp_path):
+    """The twin runs on the digits as a user's folder of PNGs (classes n0..n9, 100 unlabeled images, which this study
+    leaves out) with its coarse classes from a mapping file: the bundled sets' path is the executed notebook's."""
     arms = tutorial_arms("spread_strata")
     study = lambda name: [a for a in arms if a["study"] == name]
+    folder = _digit_folder(tmp_path / "digits", n=1797, every=1)
+    for p in sorted((folder / "labeled").rglob("*.png"), key=lambda p: int(p.stem))[-100:]:
+        (folder / "unlabeled").mkdir(exist_ok=True)
+        p.rename(folder / "unlabeled" / p.name)
+    mapping = tmp_path / "coarse.json"
+    mapping.write_text(json.dumps({f"d{k}": "small" if k < 5 else "big" for k in range(10)}))
     run = run_notebook(TUT / "spread_strata.ipynb", "twin", root=tmp_path, timeout=600,
-                       parameters=dict(seeds=[0, 1], worst_group_seeds=[0], noise_seeds=[0], coreset_seeds=[0], epochs=2,
+                       parameters=dict(dataset=f"folder:{folder}", coarse=str(mapping), seeds=[0, 1], worst_group_seeds=[0], noise_seeds=[0], coreset_seeds=[0], epochs=2,
                                        select_every=1, clf_epochs=2, probe_draws=1, probe_Cs=[1.0], strength_seeds=[100],
                                        strength_grid=[[0.5, 0.2], [1.0, 0.0]], strength_margin=0.0, noise_grid=[0.4, 0.8],
                                        noise_search_seeds=[100], coreset_fractions=[0.5], coreset_runs=1,
@@ -158,6 +200,13 @@ def test_spread_strata_twin(tmp_path):
     assert sorted(cores["size"].unique()) == [0.3, 0.6] and set(cores["method"]) == {a["arm"] for a in study("coresets")}
     for name in ["fig2_tsne_centre_similarity.png", "coresets.png", "strata_f1.parquet"]:
         assert (run / name).exists(), name
+    # the explorer's table: L_spread's test projections with class names, coarse classes (from the mapping) and files
+    emb = pd.read_parquet(run / "embeddings_spread_test.parquet")
+    split0 = load_split_manifest(run / "split_seed0.json", require=["train", "val", "test"])
+    assert len(emb) == 300 and set(emb["id"]) <= set(split0["test"].tolist())        # train_limit of the test part
+    assert (emb["class_name"] == "d" + emb["label"].astype(str)).all()
+    assert (emb["coarse"] == np.where(emb["label"] < 5, "small", "big")).all()
+    assert all(Path(p).parent.name == c and Path(p).is_file() for p, c in zip(emb["path"], emb["class_name"]))
 
 
 def _check_claims(claims: pd.DataFrame):
