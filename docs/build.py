@@ -104,6 +104,7 @@ SECTIONS = [
 # not listed here gets the start of its notebook's summary.
 TITLES = {
     "core": "Core helpers", "data": "Data and label-scarcity splits", "augment": "Two-view augmentation",
+    "image_tasks": "Image data sets: bundled, a folder, a CSV", "text_tasks": "Your own texts as a task",
     "losses": "Contrastive losses", "reference": "Reference losses (float64)", "models": "Encoders and heads",
     "compute": "FLOP ledger and compute", "loss_terms": "Loss terms and their registry",
     "optim": "Optimisers and the schedule", "hooks": "One update and its hooks", "loaders": "Loaders and input checks",
