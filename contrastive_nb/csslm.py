@@ -367,29 +367,37 @@ def few_shot_split(
     the open-domain corpus O = the unused pool (in-domain, unlabeled) + `task['other']`,
     subsampled to `corpus_size` rows — with `in_domain`, that share of them from the unused pool
     and the rest from `task['other']` (the paper's O is mostly Wikipedia), else drawn from both
-    alike. Returns `{'train': LabeledTexts, 'corpus': [text], 'corpus_source': [class or
-    dataset], 'train_idx': pool rows}`."""
-    pool = task["pool"]
+    alike. `task`: `pool` (`LabeledTexts`), `other` (texts; may be absent or empty) and
+    `other_source` (one source name per `other` text; needed only when `other` has texts) are
+    read; `dev`, `test` and `meta` are the caller's. Returns `{'train': LabeledTexts, 'corpus':
+    [text], 'corpus_source': [class or dataset], 'train_idx': pool rows}`."""
+    pool, other = task["pool"], list(task.get("other", []))
+    source = list(task.get("other_source", []))
+    if len(source) != len(other):
+        raise ValueError(
+            f"`task['other_source']` must name one source per `task['other']` text ({len(other)});"
+            f" got {len(source) if 'other_source' in task else 'none'}"
+        )
     train_idx = np.sort(k_shot_split(pool.y, k, seed))
     rest = np.setdiff1d(np.arange(len(pool)), train_idx)
-    texts = [pool.texts[i] for i in rest] + list(task["other"])
-    src = [pool.labels[i] for i in rest] + list(task["other_source"])
+    texts = [pool.texts[i] for i in rest] + other
+    src = [pool.labels[i] for i in rest] + source
     rng = np.random.default_rng(seed + 1)
     if in_domain is not None:
         check_range("in_domain", in_domain, 0, 1)
         if corpus_size is None:
             raise ValueError("`in_domain` needs `corpus_size`")
         n_in = int(round(in_domain * corpus_size))
-        if n_in > len(rest) or corpus_size - n_in > len(task["other"]):
+        if n_in > len(rest) or corpus_size - n_in > len(other):
             raise ValueError(
                 f"`corpus_size`={corpus_size} with `in_domain`={in_domain} needs {n_in} unused pool"
                 f" rows (there are {len(rest)}) and {corpus_size - n_in} other rows (there are"
-                f" {len(task['other'])})"
+                f" {len(other)})"
             )
         keep = np.sort(
             np.concatenate([
                 rng.choice(len(rest), n_in, replace=False),
-                len(rest) + rng.choice(len(task["other"]), corpus_size - n_in, replace=False),
+                len(rest) + rng.choice(len(other), corpus_size - n_in, replace=False),
             ])
         )
         texts, src = [texts[i] for i in keep], [src[i] for i in keep]
