@@ -42,7 +42,10 @@ def text_spec(
         raise ValueError(f"`{arg}`={value!r} names no file: write {fmt}:PATH")
     p = Path(path).expanduser()
     if not p.is_file():
-        raise FileNotFoundError(f"`{arg}`={value!r}: {p} is not a file")
+        raise FileNotFoundError(
+            f"`{arg}`={value!r}: {p.resolve()} is not a file (a relative path is read from the"
+            " folder the notebook runs in: a run's own folder; give an absolute path)"
+        )
     return fmt, p
 
 # %% ../nbs/22a_text_tasks.ipynb #289533f3
