@@ -271,6 +271,25 @@ def docstring_task(
         "other_source": [str(source[i]) for i in other],
     }
 
+# %% ../nbs/20a_text_tasks.ipynb #13ba673e
+def _other_texts(other, per_source, rng) -> tuple:
+    "`(texts, sources, hashes)` of `other`: bundled dataset names or `'csv:PATH'`/`'jsonl:PATH'`."
+    texts, source, meta = [], [], {}
+    for o in other:
+        spec = text_spec(o, "other", list(TEXT_DATASETS))
+        if spec is None:
+            od = load_text_dataset(o, "train" if "train" in TEXT_DATASETS[o][2] else "all")
+            name, sha = o, od.meta["sha256"]
+        else:
+            od = read_text_file(f"{spec[0]}:{spec[1]}", target=None)
+            name, sha = od.source, od.meta["sha256"]
+        pick = (np.arange(len(od)) if per_source is None
+                else np.sort(rng.permutation(len(od))[:per_source]))
+        texts += [od.texts[i] for i in pick]
+        source += [name] * len(pick)
+        meta[name] = sha
+    return texts, source, meta
+
 # %% ../nbs/20a_text_tasks.ipynb #ae2c46c8
 OTHER_CORPORA = (
     "rotten_tomatoes-plots",
@@ -310,21 +329,8 @@ def dataset_task(
     lt = lambda d, y, idx, nm: LabeledTexts(
         [d.texts[i] for i in idx], [y[i] for i in idx], nm, classes
     )
-    texts, source, meta = (
-        [],
-        [],
-        {name: {"train": train.meta["sha256"], "test": test.meta["sha256"]}},
-    )
-    for o in other:
-        od = load_text_dataset(o, "train" if "train" in TEXT_DATASETS[o][2] else "all")
-        pick = (
-            np.arange(len(od))
-            if other_per_source is None
-            else np.sort(rng.permutation(len(od))[:other_per_source])
-        )
-        texts += [od.texts[i] for i in pick]
-        source += [o] * len(pick)
-        meta[o] = od.meta["sha256"]
+    texts, source, meta = _other_texts(other, other_per_source, rng)
+    meta = {name: {"train": train.meta["sha256"], "test": test.meta["sha256"]}, **meta}
     return {
         "pool": lt(train, ytr, pool_idx, "pool"),
         "dev": lt(train, ytr, dev_idx, "dev"),
@@ -437,25 +443,6 @@ def read_text_file(
         lines.append(n)
     sha = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
     return TextTags(texts, tags, path.name, meta={"sha256": sha, "format": fmt, "path": str(path), "lines": lines})
-
-# %% ../nbs/20a_text_tasks.ipynb #13ba673e
-def _other_texts(other, per_source, rng) -> tuple:
-    "`(texts, sources, hashes)` of `other`: bundled dataset names or `'csv:PATH'`/`'jsonl:PATH'`."
-    texts, source, meta = [], [], {}
-    for o in other:
-        spec = text_spec(o, "other", list(TEXT_DATASETS))
-        if spec is None:
-            od = load_text_dataset(o, "train" if "train" in TEXT_DATASETS[o][2] else "all")
-            name, sha = o, od.meta["sha256"]
-        else:
-            od = read_text_file(f"{spec[0]}:{spec[1]}", target=None)
-            name, sha = od.source, od.meta["sha256"]
-        pick = (np.arange(len(od)) if per_source is None
-                else np.sort(rng.permutation(len(od))[:per_source]))
-        texts += [od.texts[i] for i in pick]
-        source += [name] * len(pick)
-        meta[name] = sha
-    return texts, source, meta
 
 # %% ../nbs/20a_text_tasks.ipynb #a8c198a7
 def labeled_text_task(
