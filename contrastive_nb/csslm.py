@@ -6,11 +6,8 @@
 from __future__ import annotations
 
 import copy
-import re
 import time
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -27,334 +24,37 @@ from contrastive_nb.core import (
 )
 from .data import k_shot_split
 from .losses import class_loss, css_loss, domain_loss, supcon
+# the task readers and builders moved to text_tasks (20a); csslm still offers them by name
+# (the tutorials import them from here)
+from contrastive_nb.text_tasks import (  # noqa: F401
+    OTHER_CORPORA,
+    SST5_CLASSES,
+    TASK_PACKAGES,
+    LabeledTexts,
+    dataset_task,
+    docstring_task,
+    load_hf_task,
+    read_semeval_absa,
+    read_sst,
+    read_task_jsonl,
+)
 from contrastive_nb.text import (
-    DEFAULT_PACKAGES,
-    TEXT_DATASETS,
-    docstring_corpus,
     feature_rows,
     fit_on_dev,
     freeze_bottom,
-    jsonl_records,
     load_plm,
-    load_text_dataset,
     plm_features,
     plm_hidden,
 )
 
 
 # %% auto #0
-__all__ = ['SST5_CLASSES', 'TASK_PACKAGES', 'OTHER_CORPORA', 'SPECIAL_TOKENS', 'METHODS', 'LabeledTexts', 'read_task_jsonl',
-           'read_sst', 'read_semeval_absa', 'load_hf_task', 'docstring_task', 'dataset_task', 'few_shot_split', 'CSSLM',
-           'feature_subset', 'encode', 'representations', 'class_probabilities', 'task_scores', 'RepresentationStore',
-           'CSSOptions', 'train_csslm']
-
-# %% ../nbs/22_csslm.ipynb #979b7e98
-@dataclass
-class LabeledTexts:
-    "Texts with one class name each; `classes` fixes the class order (default: sorted names)."
-
-    texts: list  # the texts (strings)
-    labels: list  # one class name per text (stored as strings)
-    name: str = "task"  # the task's name, shown by `repr`
-    classes: list | None = None  # the class order of `y`; None: the sorted names
-
-    def __post_init__(self):
-        if len(self.texts) != len(self.labels):
-            raise ValueError(
-                f"`texts` ({len(self.texts)}) and `labels` ({len(self.labels)}) must have the same"
-                " length"
-            )
-        if not all(isinstance(t, str) for t in self.texts):
-            raise ValueError("`texts` must be strings")
-        self.labels = [str(l) for l in self.labels]
-        if self.classes is None:
-            self.classes = sorted(set(self.labels))
-        unknown = sorted(set(self.labels) - set(self.classes))
-        if unknown:
-            raise ValueError(f"labels {unknown[:5]} are not in `classes` {self.classes}")
-
-    def __len__(self):
-        return len(self.texts)
-
-    def __repr__(self):
-        return f"LabeledTexts({self.name!r}: {len(self)} texts, {len(self.classes)} classes)"
-
-    @property
-    def y(self) -> np.ndarray:
-        "Class ids `(n,)` in the order of `classes`."
-        index = {c: i for i, c in enumerate(self.classes)}
-        return np.array([index[l] for l in self.labels], dtype=np.int64)
-
-    def subset(
-        self,
-        idx,  # row indices to keep, in their order
-    ) -> "LabeledTexts":  # a new `LabeledTexts` with the same classes
-        "The rows `idx` as a new `LabeledTexts` with the same name and classes."
-        idx = np.asarray(idx, dtype=np.int64)
-        return LabeledTexts(
-            [self.texts[i] for i in idx],
-            [self.labels[i] for i in idx],
-            self.name,
-            list(self.classes),
-        )
-
-
-def read_task_jsonl(
-    path,  # a `.jsonl` file, one JSON object per line
-    text_key: str = "text",  # the field holding the text
-    label_key: str = "label",  # the field holding the class
-    name: str | None = None,  # the task's name; None: the file's stem
-) -> LabeledTexts:  # the texts and their classes
-    """A JSON-lines task file (the Don't Stop Pretraining release of SciCite, ACL-ARC, SciERC,
-    ChemProt)."""
-    texts, labels = [], []
-    for _, rec in jsonl_records(path, (text_key, label_key)):
-        texts.append(str(rec[text_key]))
-        labels.append(str(rec[label_key]))
-    return LabeledTexts(texts, labels, name or Path(path).stem)
-
-
-SST5_CLASSES = ["very negative", "negative", "neutral", "positive", "very positive"]
-
-
-def _tree_leaves(tree: str) -> str:
-    return " ".join(re.findall(r"\(\d+ ([^()\s]+)\)", tree))
-
-
-def read_sst(
-    path,  # a PTB-tree file of the treebank (`train.txt`, `dev.txt` or `test.txt`)
-    name: str = "sst-5",  # the task's name
-) -> LabeledTexts:  # one text per tree, classes `SST5_CLASSES`
-    "SST-5 from the treebank's PTB files: the root label (0–4) of each tree, the text its leaves."
-    path = Path(path)
-    texts, labels = [], []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        line = line.strip()
-        if not line:
-            continue
-        m = re.match(r"\((\d) ", line)
-        if not m or int(m.group(1)) > 4:
-            raise ValueError(f"{path}:{n} is not a PTB tree with a root label 0–4: {line[:40]!r}")
-        texts.append(_tree_leaves(line))
-        labels.append(SST5_CLASSES[int(m.group(1))])
-    return LabeledTexts(texts, labels, name, list(SST5_CLASSES))
-
-
-def read_semeval_absa(
-    path,  # a SemEval-2014 Task 4 XML file
-    name: str = "semeval",  # the task's name
-    with_aspect: bool = True,  # prefix each sentence with its aspect term (`"<term> | <sentence>"`)
-) -> LabeledTexts:  # one text per aspect term, classes negative/neutral/positive
-    """SemEval-2014 Task 4 XML: one instance per aspect term with polarity
-    positive/neutral/negative ("conflict" is left out); the text is `"<term> | <sentence>"` with
-    `with_aspect`, else the sentence."""
-    root = ET.parse(path).getroot()
-    texts, labels = [], []
-    for s in root.iter("sentence"):
-        sent = (s.findtext("text") or "").strip()
-        for a in s.iter("aspectTerm"):
-            pol = a.get("polarity")
-            if pol not in ("positive", "neutral", "negative"):
-                continue
-            texts.append(f"{a.get('term')} | {sent}" if with_aspect else sent)
-            labels.append(pol)
-    if not texts:
-        raise ValueError(f"{path} holds no <aspectTerm> with a positive/neutral/negative polarity")
-    return LabeledTexts(texts, labels, name, ["negative", "neutral", "positive"])
-
-
-def load_hf_task(
-    path: str,  # a Hub dataset name, or a builder such as `"json"`
-    split: str,  # the split to read, e.g. `"train"`
-    text_key: str = "text",  # the column holding the text
-    label_key: str = "label",  # the column holding the class
-    name: str | None = None,  # the task's name; None: `"<path>:<split>"`
-    **kwargs,  # passed to `datasets.load_dataset` (e.g. `data_files=…`)
-) -> LabeledTexts:  # the texts and their classes
-    """A split of a Hugging Face `datasets` dataset (`path`: a Hub name online, or a builder such
-    as `"json"` with `data_files=…` offline). Integer labels with a ClassLabel feature become
-    their names."""
-    try:
-        import datasets
-    except ImportError as e:
-        raise ImportError(
-            "load_hf_task needs the `datasets` package (`pip install datasets`)"
-        ) from e
-    ds = datasets.load_dataset(path, split=split, **kwargs)
-    for key in (text_key, label_key):
-        if key not in ds.column_names:
-            raise ValueError(
-                f"the dataset has no column {key!r} (columns: {ds.column_names}); set"
-                " `text_key`/`label_key`"
-            )
-    feat = ds.features[label_key]
-    names = getattr(feat, "names", None)
-    labels = [names[l] if names else str(l) for l in ds[label_key]]
-    return LabeledTexts(
-        [str(t) for t in ds[text_key]],
-        labels,
-        name or f"{path}:{split}",
-        list(names) if names else None,
-    )
-
-# %% ../nbs/22_csslm.ipynb #3865e341
-TASK_PACKAGES = ("numpy", "scipy", "sklearn", "torch")
-
-
-def _grouped_take(
-    y: np.ndarray, groups: np.ndarray, n: int, rng: np.random.Generator, classes
-) -> tuple:
-    """`n` items of each class in `classes`, drawn group by group in a seeded order: `(taken,
-    used)` — the items taken, and every item of the groups they came from (their other items
-    must go nowhere else)."""
-    members = {}
-    for i, g in enumerate(groups):
-        members.setdefault(g, []).append(i)
-    need = {c: n for c in classes}
-    taken, used = [], []
-    for g in rng.permutation(sorted(members)):
-        if not any(need.values()):
-            break
-        got = []
-        for i in rng.permutation(members[g]):
-            if need.get(y[i], 0) > 0:
-                need[y[i]] -= 1
-                got.append(int(i))
-        if got:
-            taken += got
-            used += members[g]
-    missing = {c: v for c, v in need.items() if v}
-    if missing:
-        raise ValueError(
-            f"too few items to take {n} per class: still missing {missing} (class: count)"
-        )
-    return np.sort(np.array(taken, dtype=np.int64)), np.sort(np.array(used, dtype=np.int64))
-
-
-def docstring_task(
-    # the installed packages whose docstrings are the classes (at least two)
-    task_packages=TASK_PACKAGES,
-    # packages whose docstrings form the out-of-domain corpus; None: the rest of
-    # `text.DEFAULT_PACKAGES`
-    other_packages=None,
-    n_dev: int = 50,  # development instances per class
-    n_test: int = 100,  # test instances per class
-    seed: int = 0,  # draws test and dev
-    cache_dir=None,  # where the docstring corpus is cached; None: the default
-) -> dict:  # `{'pool', 'dev', 'test', 'other', 'other_source'}`
-    """The offline task: classify a docstring by the package it documents.
-
-    Returns `{'pool', 'dev', 'test'}` (`LabeledTexts`; `n_dev`/`n_test` per class, the pool is
-    every other task docstring — training instances are drawn from it, the rest joins the
-    corpus) and `{'other', 'other_source'}`: docstrings of `other_packages` (default: the rest
-    of `text.DEFAULT_PACKAGES`), the out-of-domain corpus. Test, dev and pool come from
-    different source files (a file's other docstrings are left out)."""
-    task_packages = tuple(task_packages)
-    if len(task_packages) < 2:
-        raise ValueError("`task_packages` must name at least two installed packages (the classes)")
-    other_packages = (
-        tuple(p for p in DEFAULT_PACKAGES if p not in task_packages)
-        if other_packages is None
-        else tuple(other_packages)
-    )
-    if set(other_packages) & set(task_packages):
-        raise ValueError(
-            "`other_packages` and `task_packages` overlap:"
-            f" {sorted(set(other_packages) & set(task_packages))}"
-        )
-    check_int("n_dev", n_dev, 1)
-    check_int("n_test", n_test, 1)
-    corpus = docstring_corpus(task_packages + other_packages, cache_dir=cache_dir)
-    source = np.array([t[0] for t in corpus.tags])  # the first tag is the package
-    files = np.array(corpus.groups)
-    rng = np.random.default_rng(seed)
-    in_task = np.flatnonzero(np.isin(source, task_packages))
-    test, used_t = _grouped_take(source[in_task], files[in_task], n_test, rng, task_packages)
-    rest = np.setdiff1d(np.arange(len(in_task)), used_t)
-    dev, used_d = _grouped_take(
-        source[in_task][rest], files[in_task][rest], n_dev, rng, task_packages
-    )
-    test, dev = in_task[test], in_task[rest[dev]]
-    pool = in_task[np.setdiff1d(rest, rest[used_d])]
-    classes = list(task_packages)
-    lt = lambda idx, nm: LabeledTexts(
-        [corpus.texts[i] for i in idx], [source[i] for i in idx], nm, classes
-    )
-    other = [i for i, s in enumerate(source) if s in other_packages]
-    return {
-        "pool": lt(pool, "pool"),
-        "dev": lt(dev, "dev"),
-        "test": lt(test, "test"),
-        "other": [corpus.texts[i] for i in other],
-        "other_source": [str(source[i]) for i in other],
-    }
-
-# %% ../nbs/22_csslm.ipynb #ae2c46c8
-OTHER_CORPORA = (
-    "rotten_tomatoes-plots",
-    "guardian-headlines",
-    "presidential-debates",
-    "reuters-r8",
-    "20newsgroups",
-)
-
-
-def dataset_task(
-    name: str = "rotten_tomatoes",  # a labeled dataset of `text.load_text_dataset`
-    other=OTHER_CORPORA,  # the open-domain part of the corpus: other datasets' texts
-    n_dev: int = 50,  # development instances per class
-    n_test: int = 200,  # test instances per class
-    other_per_source: int | None = 500,  # texts drawn from each `other` dataset (None: all)
-    seed: int = 0,  # draws dev, test and the other texts
-) -> dict:  # `{'pool', 'dev', 'test', 'other', 'other_source', 'meta'}`
-    """A task from a real dataset, as `docstring_task` returns it: `test` (`n_test` per class) from
-    the published test split; `dev` (`n_dev` per class) and `pool` from the training split, in
-    different groups (movies) where the dataset has groups; `other`/`other_source` up to
-    `other_per_source` texts of each `other` dataset. `meta`: every dataset's content hash."""
-    if name in other:
-        raise ValueError(f"`other` must not hold the task's own dataset {name!r}")
-    for o in other:
-        check_choice("other", o, list(TEXT_DATASETS))
-    check_int("n_dev", n_dev, 1)
-    check_int("n_test", n_test, 1)
-    rng = np.random.default_rng(seed)
-    train, test = load_text_dataset(name, "train"), load_text_dataset(name, "test")
-    classes = train.tag_names()
-    ytr, yte = np.array([g[0] for g in train.tags]), np.array([g[0] for g in test.tags])
-    te_idx, _ = _grouped_take(yte, np.arange(len(yte)), n_test, rng, classes)
-    groups = np.array(train.groups) if train.groups is not None else np.arange(len(ytr))
-    dev_idx, used = _grouped_take(ytr, groups, n_dev, rng, classes)
-    pool_idx = np.setdiff1d(np.arange(len(ytr)), used)
-    lt = lambda d, y, idx, nm: LabeledTexts(
-        [d.texts[i] for i in idx], [y[i] for i in idx], nm, classes
-    )
-    texts, source, meta = (
-        [],
-        [],
-        {name: {"train": train.meta["sha256"], "test": test.meta["sha256"]}},
-    )
-    for o in other:
-        od = load_text_dataset(o, "train" if "train" in TEXT_DATASETS[o][2] else "all")
-        pick = (
-            np.arange(len(od))
-            if other_per_source is None
-            else np.sort(rng.permutation(len(od))[:other_per_source])
-        )
-        texts += [od.texts[i] for i in pick]
-        source += [o] * len(pick)
-        meta[o] = od.meta["sha256"]
-    return {
-        "pool": lt(train, ytr, pool_idx, "pool"),
-        "dev": lt(train, ytr, dev_idx, "dev"),
-        "test": lt(test, yte, te_idx, "test"),
-        "other": texts,
-        "other_source": source,
-        "meta": meta,
-    }
+__all__ = ['SPECIAL_TOKENS', 'METHODS', 'few_shot_split', 'CSSLM', 'feature_subset', 'encode', 'representations',
+           'class_probabilities', 'task_scores', 'RepresentationStore', 'CSSOptions', 'train_csslm']
 
 # %% ../nbs/22_csslm.ipynb #769ae02e
 def few_shot_split(
-    task: dict,  # a task from `dataset_task` or `docstring_task`
+    task: dict,  # a task (`text_tasks`: `dataset_task`, `labeled_text_task`, …)
     k: int,  # training instances per class
     seed: int = 0,  # draws the training instances (and, with `seed + 1`, the corpus)
     # rows of the open-domain corpus; None: every unused pool row and every other text
@@ -367,29 +67,37 @@ def few_shot_split(
     the open-domain corpus O = the unused pool (in-domain, unlabeled) + `task['other']`,
     subsampled to `corpus_size` rows — with `in_domain`, that share of them from the unused pool
     and the rest from `task['other']` (the paper's O is mostly Wikipedia), else drawn from both
-    alike. Returns `{'train': LabeledTexts, 'corpus': [text], 'corpus_source': [class or
-    dataset], 'train_idx': pool rows}`."""
-    pool = task["pool"]
+    alike. `task`: `pool` (`LabeledTexts`), `other` (texts; may be absent or empty) and
+    `other_source` (one source name per `other` text; needed only when `other` has texts) are
+    read; `dev`, `test` and `meta` are the caller's. Returns `{'train': LabeledTexts, 'corpus':
+    [text], 'corpus_source': [class or dataset], 'train_idx': pool rows}`."""
+    pool, other = task["pool"], list(task.get("other", []))
+    source = list(task.get("other_source", []))
+    if len(source) != len(other):
+        raise ValueError(
+            f"`task['other_source']` must name one source per `task['other']` text ({len(other)});"
+            f" got {len(source) if 'other_source' in task else 'none'}"
+        )
     train_idx = np.sort(k_shot_split(pool.y, k, seed))
     rest = np.setdiff1d(np.arange(len(pool)), train_idx)
-    texts = [pool.texts[i] for i in rest] + list(task["other"])
-    src = [pool.labels[i] for i in rest] + list(task["other_source"])
+    texts = [pool.texts[i] for i in rest] + other
+    src = [pool.labels[i] for i in rest] + source
     rng = np.random.default_rng(seed + 1)
     if in_domain is not None:
         check_range("in_domain", in_domain, 0, 1)
         if corpus_size is None:
             raise ValueError("`in_domain` needs `corpus_size`")
         n_in = int(round(in_domain * corpus_size))
-        if n_in > len(rest) or corpus_size - n_in > len(task["other"]):
+        if n_in > len(rest) or corpus_size - n_in > len(other):
             raise ValueError(
                 f"`corpus_size`={corpus_size} with `in_domain`={in_domain} needs {n_in} unused pool"
                 f" rows (there are {len(rest)}) and {corpus_size - n_in} other rows (there are"
-                f" {len(task['other'])})"
+                f" {len(other)})"
             )
         keep = np.sort(
             np.concatenate([
                 rng.choice(len(rest), n_in, replace=False),
-                len(rest) + rng.choice(len(task["other"]), corpus_size - n_in, replace=False),
+                len(rest) + rng.choice(len(other), corpus_size - n_in, replace=False),
             ])
         )
         texts, src = [texts[i] for i in keep], [src[i] for i in keep]

@@ -271,16 +271,33 @@ def test_cless_longtail_twin(tmp_path):
     assert claims.claim.str.contains("retains more AP").any() and claims.claim.str.contains("bin 4").any()
     for name in ["fig4_zero_shot.png", "fig5_few_shot.png", "fig6_ap_per_bin.png"]:
         assert (run / name).stat().st_size > 10_000, name
+    _ends_in_the_explorer(run / "cless_longtail.ipynb")
+
+
+def _rotten_tomatoes_file(path, per_class: int):
+    "A `text,label` CSV of your own, written from the bundled rotten_tomatoes reviews (`per_class` texts each)."
+    import csv
+    from contrastive_nb.text import load_text_dataset
+    rt, rows = load_text_dataset("rotten_tomatoes", "train"), []
+    for c in ("fresh", "rotten"):
+        rows += [(t, c) for t, g in zip(rt.texts, rt.tags) if g == [c]][:per_class]
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows([("text", "label"), *rows])
+    return dict(rows)
 
 
 def test_csslm_fewshot_twin(tmp_path):
+    # the task is a `text,label` CSV of your own (`-p task csv:PATH`); the bundled default is the committed run
+    given = _rotten_tomatoes_file(tmp_path / "reviews.csv", 30)
     run = run_notebook(TUT / "csslm_fewshot.ipynb", "twin", root=tmp_path, timeout=600,
-                       parameters=dict(k_shot=2, splits=[0, 1], n_dev=4, n_test=10, corpus_size=40, in_domain=0.25,
+                       parameters=dict(task=f"csv:{tmp_path / 'reviews.csv'}", k_shot=2, splits=[0, 1], n_dev=4,
+                                       n_test=10, corpus_size=40, in_domain=0.25,
                                        other_corpora=["guardian-headlines", "rotten_tomatoes-plots"], other_per_source=20,
                                        max_len=16, epochs=2, batch_size=4, retrieved_sizes=[2, 3]))
     m = json.loads((run / "metrics.json").read_text())
     assert m["classes"] == ["fresh", "rotten"] and m["retrieved_chosen"] in (2, 3)
-    assert set(m["fingerprints"]) == {"rotten_tomatoes", "guardian-headlines", "rotten_tomatoes-plots"}
+    assert set(m["fingerprints"]) == {"reviews.csv", "guardian-headlines", "rotten_tomatoes-plots"}
+    assert m["n_test"] == 20 and m["n_dev"] == 8                       # per class, drawn from the file
     res = pd.read_parquet(run / "results.parquet")
     assert res["test_acc"].between(0, 1).all() and res["dev_acc"].between(0, 1).all()
     grid = res[res.section == "size_grid"]
@@ -299,9 +316,50 @@ def test_csslm_fewshot_twin(tmp_path):
     assert claims.splits.eq(2).all() and {"CSS-LM beats Standard fine-tuning (Table 2)", "CSS-LM beats SCF (Table 2)"} <= set(claims.claim)
     for arm in ["standard", "scf", "css_lm"]:
         t = pd.read_parquet(run / f"embeddings_{arm}.parquet")
-        assert len(t) == 20 and {"id", "split", "label", "embedding", "method", "text"} <= set(t.columns)
+        assert len(t) == 20 and {"id", "split", "label", "class_name", "embedding", "method", "text"} <= set(t.columns)
+        # class names follow the label ids, and each test text carries the class the file gave it
+        assert (t["class_name"] == np.array(m["classes"])[t["label"]]).all()
+        kept = [(x, c) for x, c in zip(t.text, t.class_name) if x in given]   # texts of ≤ 200 characters are whole
+        assert len(kept) > 10 and all(given[x] == c for x, c in kept)
     for name in ["fig4_retrieved_size.png", "fig5_tsne.png"]:
         assert (run / name).stat().st_size > 10_000, name
+    _ends_in_the_explorer(run / "csslm_fewshot.ipynb")
+
+
+def _ends_in_the_explorer(notebook):
+    "The tutorial's last cell opens the explorer: headless, its static figure (a plotly figure) is the output."
+    last = json.loads(notebook.read_text())["cells"][-1]
+    assert "Explorer(" in "".join(last["source"]), "the last cell does not open the explorer"
+    assert any("application/vnd.plotly.v1+json" in o.get("data", {}) for o in last["outputs"]), last["outputs"]
+
+
+def test_cless_longtail_own_file(tmp_path):
+    # `-p dataset jsonl:PATH`: a `text,tags` file of your own (tags a list), written from the bundled Reuters R52
+    import random
+    from contrastive_nb.text import load_text_dataset
+    r52 = load_text_dataset("reuters-r52", "train")
+    pick = random.Random(0).sample(range(len(r52)), 240)
+    (tmp_path / "news.jsonl").write_text("".join(json.dumps({"text": r52.texts[i], "tags": r52.tags[i]}) + "\n"
+                                                 for i in pick))
+    run = run_notebook(TUT / "cless_longtail.ipynb", "own", root=tmp_path, timeout=600,
+                       parameters=dict(dataset=f"jsonl:{tmp_path / 'news.jsonl'}", max_words=16, seeds=[0, 1], dim=8,
+                                       fasttext_epochs=1, configs=[[8, 4]], pretrain_epochs=1, pretrain_fractions=[1.0],
+                                       labeled_pool=24, fewshot_fractions=[0.5, 1.0], finetune_epochs=1,
+                                       finetune_batch=12))
+    m = json.loads((run / "metrics.json").read_text())
+    assert m["fingerprint"]["file"] == "news.jsonl" and m["texts"] == 240
+    assert m["train"] + m["dev"] + m["test"] <= 240 and m["test"] > 10          # 80/10/10, near-duplicates dropped
+    manifest = json.loads((run / "split.json").read_text())
+    assert manifest["params"]["corpus_sha256"] == m["fingerprint"]["corpus"]     # the split is pinned to the file
+    assert sum(m["bins"]) == m["tags"]                                           # every training tag in one bin
+    t = pd.read_parquet(run / "embeddings_cless.parquet")
+    assert len(t) == m["test"] and {"label", "class_name", "tags", "freq_bin", "text"} <= set(t.columns)
+    given = {i: r52.tags[j] for i, j in enumerate(pick)}
+    # each text's class is one of the tags the file gave it (the most frequent kept), or none
+    assert all(c == "(no tag)" or c in given[i] for i, c in zip(t.id, t.class_name))
+    assert ((t.label == -1) == (t.class_name == "(no tag)")).all() and t.freq_bin.between(-1, 4).all()
+    _check_claims(pd.read_parquet(run / "claims.parquet"))
+    _ends_in_the_explorer(run / "cless_longtail.ipynb")
 
 
 def test_label_audit_twin(tmp_path):
