@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Callable, NamedTuple
@@ -259,7 +260,8 @@ def _cmd_results(args) -> int:
 
 
 def _cmd_run(args) -> int:
-    from contrastive_nb.runs import _read_yaml, coerce_value, notebook_parameters, run_notebook
+    from contrastive_nb.runs import (
+        _read_yaml, absolute_paths, coerce_value, notebook_parameters, run_notebook)
 
     declared = notebook_parameters(args.notebook)
     params = {}
@@ -276,7 +278,7 @@ def _cmd_run(args) -> int:
     out = run_notebook(
         args.notebook,
         args.name,
-        params,
+        absolute_paths(params),  # the run reads relative paths from its own folder
         args.root,
         args.timeout,
         replace_failed=args.replace_failed,
@@ -309,7 +311,7 @@ def _cmd_claims(args) -> int:
     found = found[~found["run"].str.contains(r"\.failed-")]
     table = sweep_claims(found, args.metric, column, [v.strip() for v in values.split(",")],
                          args.pair, args.alpha)
-    slug = lambda t: "".join(ch if ch.isalnum() or ch in ".-" else "-" for ch in t)
+    slug = lambda t: re.sub(r"[^A-Za-z0-9.]+", "-", t).strip("-")  # results/*/top1: results-top1
     name = args.name or f"claims_{slug(args.metric)}_{slug(column.removeprefix('param/'))}"
     paths = save_claims(table, args.out or folder, name, args.force)
     shown = table.assign(**{c: table[c].map(lambda v: f"{v:+.4f}") for c in

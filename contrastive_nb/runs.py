@@ -32,11 +32,11 @@ from contrastive_nb.core import (
 )
 
 # %% auto #0
-__all__ = ['SWEEP_RUN_ENV', 'ASK_ABOVE', 'notebook_parameters', 'coerce_value', 'check_parameters', 'check_run_name',
-           'RunBusyError', 'remove_stale_partials', 'git_commit', 'instruction_set', 'run_environment', 'run_failure',
-           'run_notebook', 'collect_results', 'format_summary', 'summarize', 'load_sweep', 'sweep_runs', 'run_sweep',
-           'sweep_results', 'sweep_claims', 'save_claims', 'publish_sweep', 'write_provenance', 'prediction_interval',
-           'reproduction_table', 'reproduce_sweep']
+__all__ = ['SWEEP_RUN_ENV', 'DATA_SPECS', 'ASK_ABOVE', 'notebook_parameters', 'coerce_value', 'check_parameters',
+           'check_run_name', 'RunBusyError', 'remove_stale_partials', 'git_commit', 'instruction_set',
+           'run_environment', 'run_failure', 'absolute_paths', 'run_notebook', 'collect_results', 'format_summary',
+           'summarize', 'load_sweep', 'sweep_runs', 'run_sweep', 'sweep_results', 'sweep_claims', 'save_claims',
+           'publish_sweep', 'write_provenance', 'prediction_interval', 'reproduction_table', 'reproduce_sweep']
 
 # %% ../nbs/40_runs.ipynb #abbadca7
 _TYPES = {
@@ -651,6 +651,27 @@ def run_failure(
             "traceback": tb,
             "summary": f"{_ANSI.sub('', ename)}: {message} ({where}, which starts `{shown}`)"}
 
+
+# %% ../nbs/40_runs.ipynb #211b8312
+DATA_SPECS = ("folder", "csv", "jsonl")  # `KIND:PATH` parameter values whose PATH is a user's data
+
+
+def absolute_paths(
+    params: dict,  # parameter name → value, as given on the command line or in a parameters file
+    base=".",  # the folder relative paths are read from (the command's working folder)
+) -> dict:  # the same parameters, data paths and existing files made absolute
+    """`folder:PATH`, `csv:PATH` and `jsonl:PATH` with a relative PATH, and a relative path naming an
+    existing file, as absolute paths read from `base` (a run reads them from its own folder)."""
+    base, out = Path(base).resolve(), {}
+    for k, v in params.items():
+        if isinstance(v, str):
+            kind, sep, path = v.partition(":")
+            if sep and kind in DATA_SPECS and path and not Path(path).expanduser().is_absolute():
+                v = f"{kind}:{base / Path(path).expanduser()}"
+            elif v and not sep and not Path(v).is_absolute() and (base / v).is_file():
+                v = str(base / v)
+        out[k] = v
+    return out
 
 # %% ../nbs/40_runs.ipynb #9d74d559
 def run_notebook(
