@@ -407,7 +407,13 @@ def _cmd_open(args) -> int:
     if not args.copy_only and importlib.util.find_spec("jupyterlab") is None:
         raise RuntimeError("JupyterLab is not installed in this environment: pip install"
                            " jupyterlab, or pass --copy-only")
-    folder = new_run_dir(name, args.root).resolve()  # a taken name is refused
+    root = Path(args.root)
+    if root.exists() and not root.is_dir():
+        raise ValueError(f"`--root` must be a folder for the run folders; {root} is a file")
+    if (root / name).exists():
+        raise ValueError(f"{root / name} already exists: choose another `--name` (nothing was"
+                         " copied)")
+    folder = new_run_dir(name, root).resolve()  # (and a name taken in between is refused)
     copy = folder / notebook.name
     shutil.copyfile(notebook, copy)  # the repository's notebook is never opened, never saved
     cmd = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={folder}", copy.name]

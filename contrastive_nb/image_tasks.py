@@ -240,7 +240,17 @@ def csv_image_task(
     """A data set listed in a CSV (`data.CSVImageDataset`'s reader): `image`, `label` (empty:
     unlabeled) and an optional `split` column ('train' or empty, 'test')."""
     ds = CSVImageDataset(csv_path, unlabeled=True)
-    test = None
+    first = {}  # an image listed twice could be trained on and tested: refused, naming both lines
+    for r, f in zip(ds.rows, ds.paths):
+        f = Path(f).resolve()
+        if f in first:
+            raise ValueError(f"{ds.csv_path} line {r['_line']} lists {f.name} again (line"
+                             f" {first[f]}): every image once")
+        first[f] = r["_line"]
+    targets, test = np.asarray(ds.targets), None
+    if all(isinstance(k, (int, np.integer)) for k in ds.classes):  # integer labels: ids 0..K−1
+        ids = {int(k): i for i, k in enumerate(ds.classes)}  # (1-based or gapped labels too)
+        targets = np.asarray([ids[int(t)] if t >= 0 else -1 for t in targets], dtype=np.int64)
     if "split" in ds.rows[0]:
         split = [r["split"].strip().lower() for r in ds.rows]
         bad = [r for r, s in zip(ds.rows, split) if s not in ("", "train", "test")]
@@ -248,7 +258,7 @@ def csv_image_task(
             raise ValueError(f"{ds.csv_path} line {bad[0]['_line']}: column 'split' holds"
                              f" {bad[0]['split']!r}; allowed: 'train', 'test' or empty (train)")
         test = np.flatnonzero(np.asarray(split) == "test")
-        no_label = [r for r, k in zip(ds.rows, ds.targets) if k < 0 and r["split"].strip()
+        no_label = [r for r, k in zip(ds.rows, targets) if k < 0 and r["split"].strip()
                     .lower() == "test"]
         if no_label:
             raise ValueError(f"{ds.csv_path} line {no_label[0]['_line']}: a test image needs a"
@@ -258,13 +268,13 @@ def csv_image_task(
         raise ValueError(f"{ds.csv_path} names {len(ds.classes)} class(es) in column 'label':"
                          " a data set needs at least two")
     classes = [str(c) for c in ds.classes]
-    full = TensorImageDataset(read_images(ds.paths, image_size), ds.targets, classes=classes)
+    full = TensorImageDataset(read_images(ds.paths, image_size), targets, classes=classes)
     n_test = 0 if test is None else len(test)
     return ImageTask(f"csv:{ds.csv_path}", full, test, classes,
                      "digits" if full.images.shape[1] == 1 else "cifar",
                      np.asarray([str(p) for p in ds.paths], dtype=object), True,
-                     {"labeled": int((ds.targets >= 0).sum()) - n_test,
-                      "unlabeled": int((ds.targets < 0).sum()), "test": n_test})
+                     {"labeled": int((targets >= 0).sum()) - n_test,
+                      "unlabeled": int((targets < 0).sum()), "test": n_test})
 
 # %% ../nbs/02a_image_tasks.ipynb #d0e6f556
 BUNDLED_IMAGE_SETS = ("digits", "fashion_mnist", "cifar10", "cifar100")

@@ -656,22 +656,32 @@ def run_failure(
 DATA_SPECS = ("folder", "csv", "jsonl")  # `KIND:PATH` parameter values whose PATH is a user's data
 
 
+def _absolute(v, base: Path):
+    "One value of `absolute_paths` (lists element by element)."
+    if isinstance(v, list):
+        return [_absolute(x, base) for x in v]
+    if not isinstance(v, str) or not v:
+        return v
+    kind, sep, path = v.partition(":")
+    if sep and kind in DATA_SPECS and path:
+        p = Path(path).expanduser()
+        return v if p.is_absolute() else f"{kind}:{base / p}"
+    p = Path(v).expanduser()
+    # a path by its look ('map.json', './data', 'models/minilm'), never a bare name such as 'digits'
+    if (os.sep in v or p.suffix) and not p.is_absolute() and (base / p).exists():
+        return str(base / p)
+    return v
+
+
 def absolute_paths(
     params: dict,  # parameter name → value, as given on the command line or in a parameters file
     base=".",  # the folder relative paths are read from (the command's working folder)
-) -> dict:  # the same parameters, data paths and existing files made absolute
-    """`folder:PATH`, `csv:PATH` and `jsonl:PATH` with a relative PATH, and a relative path naming an
-    existing file, as absolute paths read from `base` (a run reads them from its own folder)."""
-    base, out = Path(base).resolve(), {}
-    for k, v in params.items():
-        if isinstance(v, str):
-            kind, sep, path = v.partition(":")
-            if sep and kind in DATA_SPECS and path and not Path(path).expanduser().is_absolute():
-                v = f"{kind}:{base / Path(path).expanduser()}"
-            elif v and not sep and not Path(v).is_absolute() and (base / v).is_file():
-                v = str(base / v)
-        out[k] = v
-    return out
+) -> dict:  # the same parameters, data paths and existing paths made absolute
+    """`folder:PATH`, `csv:PATH` and `jsonl:PATH` with a relative PATH, and a relative path that
+    exists and looks like one (a `/` or a suffix: `map.json`, `./data`), as absolute paths read
+    from `base` (a run reads them from its own folder); lists element by element."""
+    base = Path(base).resolve()
+    return {k: _absolute(v, base) for k, v in params.items()}
 
 # %% ../nbs/40_runs.ipynb #9d74d559
 def run_notebook(
@@ -1000,6 +1010,9 @@ def load_sweep(
             fail(str(e))
     if spec.get("ray_address") is not None and not isinstance(spec["ray_address"], str):
         fail(f"`ray_address` must be HOST:PORT text; got {spec['ray_address']!r}")
+    # data paths in `parameters` (folder:PATH, map.json) are read from the file's folder: a run
+    # would read them from its own
+    spec["parameters"] = absolute_paths(spec["parameters"], path.parent)
     return spec
 
 # %% ../nbs/40_runs.ipynb #7f43b0ef
@@ -1844,6 +1857,21 @@ def _published_notebook(results_dir: Path, shown: str) -> Path:
     )
 
 
+def _same_rerun(
+    folder: Path,  # a finished run folder
+    notebook,  # the notebook the re-run must have executed
+    params: dict,  # and its parameters (`out_dir`, which `run_notebook` sets, aside)
+) -> bool:  # whether the folder holds exactly that run
+    "Whether a finished run executed `notebook` with `params` (`out_dir` aside)."
+    try:
+        rec = read_json(folder / "parameters.json")
+    except (FileNotFoundError, ValueError):
+        return False
+    drop = lambda d: {k: v for k, v in (d or {}).items() if k != "out_dir"}
+    same_nb = Path(str(rec.get("notebook", ""))).resolve() == Path(notebook).resolve()
+    return same_nb and drop(rec.get("parameters")) == json.loads(json.dumps(drop(params)))
+
+
 def reproduce_sweep(
     results_dir,  # a published sweep's folder (provenance.json, results.parquet)
     seeds: list | None = None,  # the seeds to re-run (default: the first published seed)
@@ -1877,8 +1905,12 @@ def reproduce_sweep(
     out = Path(root) / f"reproduce-{prov['name']}"
     for name, params in sweep_runs(spec):  # the published parameters, checked against the notebook
         if _run_status(out / name) == "ok":
-            log(f"{name}: done before, kept")
-            continue
+            if _same_rerun(out / name, nb, params):
+                log(f"{name}: done before, kept")
+                continue
+            aside = _set_aside(out / name)  # another notebook or other parameters: not this re-run
+            log(f"{name}: an earlier re-run with another notebook or other parameters is kept as"
+                f" {aside.name}")
         log(f"{name}: running")
         run_notebook(nb, name, params, out, replace_failed=True, log=log)
     found = collect_results(out)

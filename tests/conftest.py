@@ -15,7 +15,10 @@ SLOW_FIRST = ["test_sweep.py",                   # ~110 s under load (the smoke 
               "test_docs.py",                    # ~80 s
               "reliability/test_resume.py",      # ~75 s
               "test_explorer_browser.py",        # ~55 s
-              "test_runs.py"]                    # ~55 s
+              "test_runs.py",                    # ~55 s
+              "test_open_lab.py",                # ~30 s (JupyterLab in Chromium)
+              "test_reproduce.py",               # ~20 s
+              "test_own_sweep.py"]               # ~20 s
 
 
 def pytest_collection_modifyitems(config, items):

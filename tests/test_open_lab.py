@@ -53,6 +53,11 @@ def test_copy_only_copies_into_a_run_folder_and_refuses_a_taken_name(tmp_path, e
     assert "--ServerApp.root_dir=" + str(copy.parent) in r.stdout
     again = run()                                   # a taken name: one sentence, the copy untouched
     assert again.returncode == 2 and "mine" in again.stderr and again.stderr.count("\n") == 1, again.stderr
+    assert "choose another `--name`" in again.stderr, again.stderr  # an option the command has
+    (tmp_path / "afile").write_text("")
+    on_file = subprocess.run([tool("contrastive-nb"), "open", str(nb), "--root", "afile", "--copy-only"],
+                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert on_file.returncode == 2 and "`--root` must be a folder" in on_file.stderr, on_file.stderr
     missing = subprocess.run([tool("contrastive-nb"), "open", "nope.ipynb"], cwd=tmp_path, env=env,
                              capture_output=True, text=True, timeout=300)
     assert missing.returncode == 2 and "nope.ipynb" in missing.stderr, missing.stderr
