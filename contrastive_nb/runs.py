@@ -969,12 +969,9 @@ def load_sweep(
         check_run_name(spec["name"], "name")
     except ValueError as e:
         fail(str(e))
-    spec.setdefault("parameters", {})
-    spec.setdefault("grid", {})
-    spec.setdefault("seeds", [0])
-    spec.setdefault("retries", 1)
-    spec.setdefault("timeout", 3600)
-    spec.setdefault("backend", "local")
+    defaults = {"parameters": {}, "grid": {}, "seeds": [0], "retries": 1, "timeout": 3600,
+                "backend": "local"}
+    spec.update({k: v for k, v in defaults.items() if k not in spec})
     if not isinstance(spec["parameters"], dict) or not all(
         isinstance(k, str) for k in spec["parameters"]
     ):
@@ -1010,8 +1007,7 @@ def load_sweep(
             fail(str(e))
     if spec.get("ray_address") is not None and not isinstance(spec["ray_address"], str):
         fail(f"`ray_address` must be HOST:PORT text; got {spec['ray_address']!r}")
-    # data paths in `parameters` (folder:PATH, map.json) are read from the file's folder: a run
-    # would read them from its own
+    # data paths (folder:PATH, map.json) from the file's folder: a run would read them from its own
     spec["parameters"] = absolute_paths(spec["parameters"], path.parent)
     return spec
 
