@@ -96,7 +96,7 @@ SECTIONS = [
     ("04a", "Engine & compute"),
     ("07", "Evaluation & protocol"),
     ("10", "Strata"),
-    ("20", "Text: CLESS, CSS-LM"),
+    ("19", "Text: CLESS, CSS-LM"),   # 19_text_data, 19a_text_corpora: the rooms `text` (20) re-exports
     ("30", "Exploration & audit"),
     ("40", "Runs & reports"),
 ]
@@ -110,7 +110,8 @@ TITLES = {
     "optim": "Optimisers and the schedule", "hooks": "One update and its hooks", "loaders": "Loaders and input checks",
     "train": "The training engine", "evaluate": "Embedding table and metrics",
     "protocol": "The experiment protocol", "strata": "Strata, group robustness, coresets",
-    "text": "Text data and language models", "cless": "CLESS", "csslm": "CSS-LM",
+    "text_data": "Words and (text, tags) data", "text_corpora": "Text corpora and leak-free splits",
+    "text": "Word vectors and language models", "cless": "CLESS", "csslm": "CSS-LM",
     "explore": "Exploring embeddings", "audit": "Bias audit", "runs": "Runs, sweeps and the command",
     "report": "Results tables and figures",
 }

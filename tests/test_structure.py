@@ -5,6 +5,7 @@ a local copy of a paper that only its authors had)."""
 import ast
 import re
 import subprocess
+import sys
 
 from helpers import ROOT
 
@@ -105,22 +106,51 @@ def test_the_explorer_and_the_audit_do_not_load_the_training_engine():
                          "contrastive_nb.data"}, loaded
 
 
-ENGINE_ROOMS = ["loss_terms", "optim", "hooks", "loaders"]   # split out of `train` (04c–04f), below it
+# Rooms split out of a module, numbered just below it; the module re-exports their public names, so code written
+# against it before the split still imports them from it.
+ROOMS = {
+    "train": ["loss_terms", "optim", "hooks", "loaders"],   # the engine, 04c–04f below 05_train
+    "text": ["text_data", "text_corpora"],                   # words and corpora, 19 and 19a below 20_text
+}
 
 
-def test_train_reexports_the_public_names_of_the_engine_rooms_below_it():
-    """`from contrastive_nb.train import LossTerm, Hook, ...` works as it did before the engine was split into rooms:
-    every public name (`__all__`) of the rooms numbered between `checkpoint` and `train` is imported by `train`."""
-    tree = ast.parse((LIB / "train.py").read_text())
+def _missing_reexports(module: str, rooms: list) -> list:
+    "`room.name` for every public name (`__all__`) of `rooms` that `module` does not import at its top level."
+    tree = ast.parse((LIB / f"{module}.py").read_text())
     imported = {}
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.module:
             mod = node.module.split(".")[-1]
             imported.setdefault(mod, set()).update(a.name for a in node.names)
     missing = []
-    for room in ENGINE_ROOMS:
+    for room in rooms:
         body = ast.parse((LIB / f"{room}.py").read_text()).body
         public = next(ast.literal_eval(n.value) for n in body if isinstance(n, ast.Assign)
                       and any(getattr(t, "id", None) == "__all__" for t in n.targets))
         missing += [f"{room}.{name}" for name in public if name not in imported.get(room, set())]
+    return missing
+
+
+def test_train_reexports_the_public_names_of_the_engine_rooms_below_it():
+    """`from contrastive_nb.train import LossTerm, Hook, ...` works as it did before the engine was split into rooms:
+    every public name (`__all__`) of the rooms numbered between `checkpoint` and `train` is imported by `train`."""
+    missing = _missing_reexports("train", ROOMS["train"])
     assert not missing, f"add these to 05_train's import cell (re-exported from train): {missing}"
+
+
+def test_text_reexports_the_public_names_of_its_rooms():
+    """`from contrastive_nb.text import TextTags, docstring_corpus, ...` works as it did before `text` was split
+    (the published tutorials import so): every public name of `text_data` and `text_corpora` is imported by
+    `text`, and each room comes before `text` in the notebook order."""
+    order = _modules()
+    assert all(order[room] < order["text"] for room in ROOMS["text"]), order
+    missing = _missing_reexports("text", ROOMS["text"])
+    assert not missing, f"add these to 20_text's import cell (re-exported from text): {missing}"
+
+
+def test_the_reexport_check_catches_a_missing_name(tmp_path, monkeypatch):
+    "A room's public name that the module does not import is reported (the check above could not pass vacuously)."
+    (tmp_path / "room.py").write_text("__all__ = ['a', 'b']\ndef a(): pass\ndef b(): pass\n")
+    (tmp_path / "hall.py").write_text("from contrastive_nb.room import (\n    a,\n)\n")
+    monkeypatch.setattr(sys.modules[__name__], "LIB", tmp_path)
+    assert _missing_reexports("hall", ["room"]) == ["room.b"]
