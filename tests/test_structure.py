@@ -6,6 +6,8 @@ import ast
 import re
 import subprocess
 
+import pytest
+
 from helpers import ROOT
 
 LIB = ROOT / "contrastive_nb"
@@ -94,7 +96,7 @@ def test_no_file_refers_to_a_file_outside_the_repository():
 
 def test_the_explorer_and_the_audit_do_not_load_the_training_engine():
     """Reading embeddings needs no trainer: importing the explorer (its views and comparisons too), the audit or the
-    metrics of `evaluate` and `strata` loads neither `train`, `checkpoint`, `losses` nor `data`."""
+    metrics of `evaluate` and `strata` loads neither `train`, `checkpoint`, `losses` nor `data` (nor its rooms)."""
     code = ("import sys, contrastive_nb.explore, contrastive_nb.explore_view, contrastive_nb.explore_compare, "
             "contrastive_nb.audit, contrastive_nb.evaluate, contrastive_nb.strata; "
             "print(sorted(m for m in sys.modules if m.startswith('contrastive_nb.')))")
@@ -102,25 +104,30 @@ def test_the_explorer_and_the_audit_do_not_load_the_training_engine():
                          check=True).stdout
     loaded = set(__import__("ast").literal_eval(out))
     assert not loaded & {"contrastive_nb.train", "contrastive_nb.checkpoint", "contrastive_nb.losses",
-                         "contrastive_nb.data"}, loaded
+                         "contrastive_nb.data", *(f"contrastive_nb.{m}" for m in DATA_ROOMS)}, loaded
 
 
 ENGINE_ROOMS = ["loss_terms", "optim", "hooks", "loaders"]   # split out of `train` (04c–04f), below it
+DATA_ROOMS = ["image_datasets", "dataset_checks", "label_scarcity", "samplers"]   # split out of `data` (00a–00d)
 
 
-def test_train_reexports_the_public_names_of_the_engine_rooms_below_it():
-    """`from contrastive_nb.train import LossTerm, Hook, ...` works as it did before the engine was split into rooms:
-    every public name (`__all__`) of the rooms numbered between `checkpoint` and `train` is imported by `train`."""
-    tree = ast.parse((LIB / "train.py").read_text())
+@pytest.mark.parametrize("hub,rooms", [("train", ENGINE_ROOMS), ("data", DATA_ROOMS)])
+def test_a_split_module_reexports_the_public_names_of_its_rooms(hub, rooms):
+    """`from contrastive_nb.train import LossTerm, Hook, ...` and `from contrastive_nb.data import load_digits, ...`
+    work as they did before the engine and the data were split into rooms: every public name (`__all__`) of each
+    room is imported by the module it was split out of (numbered after its rooms, so no import runs back up)."""
+    order = _modules()
+    tree = ast.parse((LIB / f"{hub}.py").read_text())
     imported = {}
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.module:
             mod = node.module.split(".")[-1]
             imported.setdefault(mod, set()).update(a.name for a in node.names)
     missing = []
-    for room in ENGINE_ROOMS:
+    for room in rooms:
+        assert order[room] < order[hub], f"{room} ({order[room]}) must be numbered before {hub} ({order[hub]})"
         body = ast.parse((LIB / f"{room}.py").read_text()).body
         public = next(ast.literal_eval(n.value) for n in body if isinstance(n, ast.Assign)
                       and any(getattr(t, "id", None) == "__all__" for t in n.targets))
         missing += [f"{room}.{name}" for name in public if name not in imported.get(room, set())]
-    assert not missing, f"add these to 05_train's import cell (re-exported from train): {missing}"
+    assert not missing, f"add these to {hub}'s import cell (re-exported from {hub}): {missing}"
