@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 PIP_FLAGS ?= -q --disable-pip-version-check
 RUN_NAME ?= suncet-digits
-# where Debian's package dataset-fashion-mnist puts its files (contrastive_nb.data.FASHION_MNIST_DIRS)
+# where Debian's package dataset-fashion-mnist puts its files (contrastive_nb.image_datasets.FASHION_MNIST_DIRS)
 FASHION_MNIST_DIR ?= /usr/share/datasets/fashion-mnist
 
 .PHONY: setup run test bench export clean-nbs readme browser docs notebooks notebooks-lib notebooks-tutorials check-notebooks
@@ -28,7 +28,7 @@ $(VENV)/.installed: settings.ini setup.py
 	      dataset-fashion-mnist >/dev/null; } || echo "note: apt-get did not install dataset-fashion-mnist;" \
 	      "dataset=\"fashion_mnist\" will need its four files under <data_root>/FashionMNIST/raw/"; \
 	  else echo "note: no apt-get or no root/sudo here: dataset-fashion-mnist not installed; dataset=\"fashion_mnist\"" \
-	    "needs its four files under <data_root>/FashionMNIST/raw/ (see nbs/01_data.ipynb)"; fi
+	    "needs its four files under <data_root>/FashionMNIST/raw/ (see nbs/00a_image_datasets.ipynb)"; fi
 	touch $@
 
 setup: $(VENV)/.installed

@@ -103,7 +103,9 @@ SECTIONS = [
 # Readable sidebar titles of the library pages (the page keeps its notebook's `# title`, the module's name). A page
 # not listed here gets the start of its notebook's summary.
 TITLES = {
-    "core": "Core helpers", "data": "Data and label-scarcity splits", "augment": "Two-view augmentation",
+    "core": "Core helpers", "image_datasets": "Image datasets: digits, torchvision, folders, CSV",
+    "dataset_checks": "Dataset fingerprints and checks", "label_scarcity": "Label scarcity and split manifests",
+    "samplers": "Batch samplers", "data": "The data rooms in one import", "augment": "Two-view augmentation",
     "image_tasks": "Image data sets: bundled, a folder, a CSV", "text_tasks": "Your own texts as a task",
     "losses": "Contrastive losses", "reference": "Reference losses (float64)", "models": "Encoders and heads",
     "compute": "FLOP ledger and compute", "loss_terms": "Loss terms and their registry",

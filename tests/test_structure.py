@@ -7,6 +7,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from helpers import ROOT
 
 LIB = ROOT / "contrastive_nb"
@@ -95,7 +97,7 @@ def test_no_file_refers_to_a_file_outside_the_repository():
 
 def test_the_explorer_and_the_audit_do_not_load_the_training_engine():
     """Reading embeddings needs no trainer: importing the explorer (its views and comparisons too), the audit or the
-    metrics of `evaluate` and `strata` loads neither `train`, `checkpoint`, `losses` nor `data`."""
+    metrics of `evaluate` and `strata` loads neither `train`, `checkpoint`, `losses` nor `data` (nor its rooms)."""
     code = ("import sys, contrastive_nb.explore, contrastive_nb.explore_view, contrastive_nb.explore_compare, "
             "contrastive_nb.audit, contrastive_nb.evaluate, contrastive_nb.strata; "
             "print(sorted(m for m in sys.modules if m.startswith('contrastive_nb.')))")
@@ -103,7 +105,7 @@ def test_the_explorer_and_the_audit_do_not_load_the_training_engine():
                          check=True).stdout
     loaded = set(__import__("ast").literal_eval(out))
     assert not loaded & {"contrastive_nb.train", "contrastive_nb.checkpoint", "contrastive_nb.losses",
-                         "contrastive_nb.data"}, loaded
+                         "contrastive_nb.data", *(f"contrastive_nb.{m}" for m in DATA_ROOMS)}, loaded
 
 
 # Rooms split out of a module, numbered just below it; the module re-exports their public names, so code written
@@ -111,7 +113,9 @@ def test_the_explorer_and_the_audit_do_not_load_the_training_engine():
 ROOMS = {
     "train": ["loss_terms", "optim", "hooks", "loaders"],   # the engine, 04c–04f below 05_train
     "text": ["text_data", "text_corpora"],                   # words and corpora, 19 and 19a below 20_text
+    "data": ["image_datasets", "dataset_checks", "label_scarcity", "samplers"],  # 00a–00d below 01_data
 }
+DATA_ROOMS = ROOMS["data"]
 
 
 def _missing_reexports(module: str, rooms: list) -> list:
@@ -131,21 +135,17 @@ def _missing_reexports(module: str, rooms: list) -> list:
     return missing
 
 
-def test_train_reexports_the_public_names_of_the_engine_rooms_below_it():
-    """`from contrastive_nb.train import LossTerm, Hook, ...` works as it did before the engine was split into rooms:
-    every public name (`__all__`) of the rooms numbered between `checkpoint` and `train` is imported by `train`."""
-    missing = _missing_reexports("train", ROOMS["train"])
-    assert not missing, f"add these to 05_train's import cell (re-exported from train): {missing}"
-
-
-def test_text_reexports_the_public_names_of_its_rooms():
-    """`from contrastive_nb.text import TextTags, docstring_corpus, ...` works as it did before `text` was split
-    (the published tutorials import so): every public name of `text_data` and `text_corpora` is imported by
-    `text`, and each room comes before `text` in the notebook order."""
+@pytest.mark.parametrize("hub", sorted(ROOMS))
+def test_a_split_module_reexports_the_public_names_of_its_rooms(hub):
+    """`from contrastive_nb.train import LossTerm, Hook, ...`, `from contrastive_nb.text import TextTags, ...` and
+    `from contrastive_nb.data import load_digits, ...` work as they did before these modules were split into rooms
+    (the published tutorials import so): every public name (`__all__`) of each room is imported by the module it
+    was split out of, which is numbered after its rooms (so no import runs back up)."""
     order = _modules()
-    assert all(order[room] < order["text"] for room in ROOMS["text"]), order
-    missing = _missing_reexports("text", ROOMS["text"])
-    assert not missing, f"add these to 20_text's import cell (re-exported from text): {missing}"
+    early = [room for room in ROOMS[hub] if not order[room] < order[hub]]
+    assert not early, f"{early} must be numbered before {hub} ({order[hub]})"
+    missing = _missing_reexports(hub, ROOMS[hub])
+    assert not missing, f"add these to {hub}'s import cell (re-exported from {hub}): {missing}"
 
 
 def test_the_reexport_check_catches_a_missing_name(tmp_path, monkeypatch):
