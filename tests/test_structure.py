@@ -124,3 +124,26 @@ def test_train_reexports_the_public_names_of_the_engine_rooms_below_it():
                       and any(getattr(t, "id", None) == "__all__" for t in n.targets))
         missing += [f"{room}.{name}" for name in public if name not in imported.get(room, set())]
     assert not missing, f"add these to 05_train's import cell (re-exported from train): {missing}"
+
+
+RUN_ROOMS = ["run_params", "one_run", "run_results", "sweeps", "publish"]   # split out of `runs` (39a–39e)
+
+
+def test_runs_reexports_the_names_of_the_rooms_below_it():
+    """`from contrastive_nb.runs import run_notebook, publish_sweep, ...` works as it did before runs was split into
+    rooms: every public name (`__all__`) of the rooms numbered just below `runs` is imported by `runs`, and each
+    room comes before `runs` in the notebook order."""
+    order = _modules()
+    tree = ast.parse((LIB / "runs.py").read_text())
+    imported = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module:
+            imported.setdefault(node.module.split(".")[-1], set()).update(a.name for a in node.names)
+    missing = []
+    for room in RUN_ROOMS:
+        assert order[room] < order["runs"], f"{room} must be numbered below 40_runs, which re-exports it"
+        body = ast.parse((LIB / f"{room}.py").read_text()).body
+        public = next(ast.literal_eval(n.value) for n in body if isinstance(n, ast.Assign)
+                      and any(getattr(t, "id", None) == "__all__" for t in n.targets))
+        missing += [f"{room}.{name}" for name in public if name not in imported.get(room, set())]
+    assert not missing, f"add these to 40_runs' import cell (re-exported from runs): {missing}"
