@@ -126,7 +126,7 @@ def test_train_reexports_the_public_names_of_the_engine_rooms_below_it():
     assert not missing, f"add these to 05_train's import cell (re-exported from train): {missing}"
 
 
-RUN_ROOMS = ["run_params", "one_run", "run_results", "sweeps", "publish"]   # split out of `runs` (39a–39e)
+RUN_ROOMS = ["run_params", "one_run", "run_results", "sweeps", "publish"]   # split out of `runs` (35–39)
 
 
 def test_runs_reexports_the_names_of_the_rooms_below_it():
