@@ -18,7 +18,7 @@ from . import __version__
 # %% auto #0
 __all__ = ['COMMANDS', 'main']
 
-# %% ../nbs/42_cli.ipynb #0ca5e0be
+# %% ../nbs/42_cli.ipynb #4f088cf2
 def _run_arguments(r: argparse.ArgumentParser) -> None:
     "The `run` subcommand's arguments."
     r.add_argument("notebook")
@@ -46,7 +46,7 @@ def _run_arguments(r: argparse.ArgumentParser) -> None:
         help="if root/NAME holds a failed run, keep it as NAME.failed-K and run again",
     )
 
-
+# %% ../nbs/42_cli.ipynb #c35eccf0
 def _sweep_arguments(w: argparse.ArgumentParser) -> None:
     "The `sweep` subcommand's arguments."
     w.add_argument("sweep_file")
@@ -77,7 +77,7 @@ def _sweep_arguments(w: argparse.ArgumentParser) -> None:
         help="start a sweep of more than 500 runs (without it such a sweep is refused)",
     )
 
-
+# %% ../nbs/42_cli.ipynb #572dfefb
 def _publish_arguments(u: argparse.ArgumentParser) -> None:
     "The `publish` subcommand's arguments."
     u.add_argument("sweep_file")
@@ -94,7 +94,7 @@ def _publish_arguments(u: argparse.ArgumentParser) -> None:
     u.add_argument("--commit", help="the commit the runs executed, where they recorded none")
     u.add_argument("--note", default="", help="a sentence kept in provenance.json")
 
-
+# %% ../nbs/42_cli.ipynb #ee642c3e
 def _claims_arguments(c: argparse.ArgumentParser) -> None:
     "The `claims` subcommand's arguments."
     c.add_argument("sweep_dir", help="the sweep folder (runs/<sweep>)")
@@ -113,7 +113,7 @@ def _claims_arguments(c: argparse.ArgumentParser) -> None:
     c.add_argument("--name", help="the files' name (default: claims_<metric>_<param>)")
     c.add_argument("--force", action="store_true", help="replace a table of that name")
 
-
+# %% ../nbs/42_cli.ipynb #26c67d60
 def _reproduce_arguments(r: argparse.ArgumentParser) -> None:
     "The `reproduce` subcommand's arguments."
     r.add_argument("results_dir", help="a published sweep's folder (nbs/results/<sweep>)")
@@ -128,7 +128,7 @@ def _reproduce_arguments(r: argparse.ArgumentParser) -> None:
                    " (repeatable)")
     r.add_argument("--notebook", help="the notebook (default: the one provenance.json names)")
 
-
+# %% ../nbs/42_cli.ipynb #a6f3e3ce
 def _open_arguments(o: argparse.ArgumentParser) -> None:
     "The `open` subcommand's arguments."
     o.add_argument("notebook")
@@ -140,8 +140,7 @@ def _open_arguments(o: argparse.ArgumentParser) -> None:
                    help="copy the notebook into its run folder and print the command, start"
                    " nothing")
 
-
-# %% ../nbs/42_cli.ipynb #4b6095a2
+# %% ../nbs/42_cli.ipynb #e3b932c4
 def _cmd_params(args) -> int:
     from contrastive_nb.runs import notebook_parameters
 
@@ -150,7 +149,7 @@ def _cmd_params(args) -> int:
         print(f"{k} = {v['default']}  ({kind}){'  # ' + v['help'] if v['help'] else ''}")
     return 0
 
-
+# %% ../nbs/42_cli.ipynb #65b44a47
 def _cmd_sweep(args) -> int:
     from contrastive_nb.runs import run_sweep
 
@@ -172,7 +171,7 @@ def _cmd_sweep(args) -> int:
     )
     return 1 if failed or left else 0
 
-
+# %% ../nbs/42_cli.ipynb #e45155c1
 def _figures_hook(spec: str | None):
     "The function a `--figures MODULE:FUNCTION` names (None: no figures)."
     import importlib
@@ -195,7 +194,7 @@ def _figures_hook(spec: str | None):
         raise ValueError(f"`--figures` {spec!r}: {module} has no function {name!r}")
     return fn
 
-
+# %% ../nbs/42_cli.ipynb #a796faa9
 def _cmd_publish(args) -> int:
     from contrastive_nb.runs import publish_sweep
 
@@ -207,7 +206,7 @@ def _cmd_publish(args) -> int:
     )
     return 0
 
-
+# %% ../nbs/42_cli.ipynb #acafa606
 def _cmd_results(args) -> int:
     import pandas as pd
     from contrastive_nb.runs import collect_results, format_summary, sweep_results
@@ -258,7 +257,7 @@ def _cmd_results(args) -> int:
         print(f"  {p}")
     return 0
 
-
+# %% ../nbs/42_cli.ipynb #802d0081
 def _cmd_run(args) -> int:
     from contrastive_nb.runs import (
         _read_yaml, absolute_paths, coerce_value, notebook_parameters, run_notebook)
@@ -291,7 +290,7 @@ def _cmd_run(args) -> int:
         print(f"  {p}")
     return 0
 
-
+# %% ../nbs/42_cli.ipynb #b80ba6ed
 def _cmd_claims(args) -> int:
     import pandas as pd
     from contrastive_nb.runs import collect_results, save_claims, sweep_claims
@@ -326,7 +325,7 @@ def _cmd_claims(args) -> int:
         print(f"  {p}")
     return 0
 
-
+# %% ../nbs/42_cli.ipynb #0f793183
 _ISA_KEYS = ("cpu_flags", "cpu_capability", "torch_build", "threads")
 
 
@@ -347,7 +346,7 @@ def _machine_line(published) -> str:
             " differ in the last digits, and the prediction interval is the test (bitwise"
             " equality is promised only on the same machine)")
 
-
+# %% ../nbs/42_cli.ipynb #d208f15b
 def _cmd_reproduce(args) -> int:
     import pandas as pd
     from contrastive_nb.core import atomic_write_text
@@ -388,7 +387,7 @@ def _cmd_reproduce(args) -> int:
     print(f"  {out / 'reproduction.csv'}")
     return 0
 
-
+# %% ../nbs/42_cli.ipynb #873cf87e
 def _cmd_open(args) -> int:
     import datetime as dt
     import importlib.util
@@ -426,8 +425,7 @@ def _cmd_open(args) -> int:
     os.chdir(folder)  # the kernel's working folder: what the notebook writes lands in it
     os.execv(sys.executable, cmd)  # JupyterLab takes over this process (Ctrl-C stops it)
 
-
-# %% ../nbs/42_cli.ipynb #eef0d5aa
+# %% ../nbs/42_cli.ipynb #2f9ce378
 class _Command(NamedTuple):
     "One subcommand: what it does, its arguments, its handler and its examples."
     help: str
@@ -436,7 +434,7 @@ class _Command(NamedTuple):
     examples: str
     notes: str = ""  # printed in its --help before the examples
 
-
+# %% ../nbs/42_cli.ipynb #ad19f57f
 _RESULTS_COLUMNS = """results.csv / results.parquet hold one row per run folder:
   run          the run folder's name: grid values and seed (arm-suncet_seed-3;
                seed-3 without a grid)
@@ -494,7 +492,7 @@ contrastive-nb publish nbs/tutorials/suncet_fractions.yaml nbs/results/suncet_fr
     --figures contrastive_nb.protocol:sweep_figures"""),
 }
 
-
+# %% ../nbs/42_cli.ipynb #cce171b0
 def _parser() -> tuple[argparse.ArgumentParser, dict]:
     """The command's parser and its subcommands' parsers (by name), built from `COMMANDS`;
     building it imports nothing heavy."""
@@ -515,7 +513,6 @@ def _parser() -> tuple[argparse.ArgumentParser, dict]:
             + c.examples.replace("\n", "\n  "), formatter_class=fmt)
         c.arguments(cmds[name])
     return ap, cmds
-
 
 # %% ../nbs/42_cli.ipynb #61b03c0c
 def main(

@@ -98,7 +98,7 @@ SECTIONS = [
     ("10", "Strata"),
     ("19", "Text: CLESS, CSS-LM"),   # 19_text_data, 19a_text_corpora: the rooms `text` (20) re-exports
     ("30", "Exploration & audit"),
-    ("40", "Runs & reports"),
+    ("35", "Runs & reports"),
 ]
 # Readable sidebar titles of the library pages (the page keeps its notebook's `# title`, the module's name). A page
 # not listed here gets the start of its notebook's summary.

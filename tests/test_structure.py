@@ -114,6 +114,7 @@ ROOMS = {
     "train": ["loss_terms", "optim", "hooks", "loaders"],   # the engine, 04c–04f below 05_train
     "text": ["text_data", "text_corpora"],                   # words and corpora, 19 and 19a below 20_text
     "data": ["image_datasets", "dataset_checks", "label_scarcity", "samplers"],  # 00a–00d below 01_data
+    "runs": ["run_params", "one_run", "run_results", "sweeps", "publish"],       # 35–39 below 40_runs
 }
 DATA_ROOMS = ROOMS["data"]
 

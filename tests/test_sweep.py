@@ -1,6 +1,6 @@
 """`contrastive-nb sweep` and `results`: a 3-run sweep of the smoke tutorial at one epoch, killed midway and
 restarted; a failing run; a bad parameter. The sweep's mechanics do not depend on the notebook, so the quickest
-tutorial runs them (the main job's own sweep file is checked by `load_sweep` in 40_runs and its twin in
+tutorial runs them (the main job's own sweep file is checked by `load_sweep` in 38_sweeps and its twin in
 test_tutorials.py)."""
 import json
 import os

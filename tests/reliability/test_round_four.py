@@ -235,7 +235,7 @@ def test_metrics_that_flatten_to_one_name_are_refused(tmp_path):
 
 def test_a_large_sweep_rewrites_its_status_file_per_percent_not_per_run(tmp_path, nb, monkeypatch):
     "10,000 runs rewrote a 606 KB sweep_status.json after every run; now after each 1% of them, and at the end."
-    from contrastive_nb import runs as R
+    from contrastive_nb import sweeps as R             # the room that runs a sweep (runs re-exports it)
     spec = {"name": "s", "notebook": str(nb), "retries": 0, "timeout": 60}
     todo = [(f"r{i:03d}", {"seed": i}) for i in range(300)]
 
