@@ -561,16 +561,19 @@ class _CSSLMLoss:
             self.prev_dev = rec["dev_acc"]
 
 
-def _check_csslm_args(model, feats, y, corpus_feats, method, levels, k, epochs, batch_size,
-                      warmup_epochs, temperature, class_sums) -> tuple:
-    "Checked arguments of `train_csslm`: `(n, y, uses_corpus)`, y a long tensor of class ids."
+def _check_csslm_args(model, feats, y, corpus_feats, o, epochs, batch_size) -> tuple:
+    """Checked arguments of `train_csslm` (`o`: its `CSSOptions`): `(n, y, uses_corpus)`, y a long
+    tensor of class ids."""
+    method, k = o.method, o.k
     check_choice("method", method, list(METHODS))
-    check_choice("levels", levels, ["dc", "d", "c"])
-    check_choice("class_sums", class_sums, ["batch", "all"])
+    check_choice("levels", o.levels, ["dc", "d", "c"])
+    check_choice("class_sums", o.class_sums, ["batch", "all"])
     check_int("epochs", epochs, 1)
     check_int("batch_size", batch_size, 1)
-    check_int("warmup_epochs", warmup_epochs, 0)
-    check_range("temperature", temperature, 0, low_inclusive=False)
+    check_int("warmup_epochs", o.warmup_epochs, 0)
+    check_range("temperature", o.temperature, 0, low_inclusive=False)
+    check_range("lr", o.lr, 0, low_inclusive=False)
+    check_range("head_lr", o.head_lr, 0, low_inclusive=False)
     n = len(feats["ids"])
     y = torch.as_tensor(label_vector(y, n, "y"))
     if int(y.max()) >= model.head.out_features:
@@ -608,8 +611,12 @@ def _corpus_state(model, feats, corpus_feats, n, k, levels, class_sums, backend,
 
 @dataclass(frozen=True)
 class CSSOptions:
-    "The settings of CSS-LM's contrastive terms and retrieval (`train_csslm`)."
+    """The settings of `train_csslm`: the method, AdamW's two learning rates, CSS-LM's contrastive
+    terms and retrieval."""
 
+    method: str = "css-lm"  # `'standard'`, `'scf'`, `'css-lm-st'` or `'css-lm'`
+    lr: float = 2e-5  # AdamW learning rate of the encoder
+    head_lr: float = 1e-3  # AdamW learning rate of the new head
     levels: str = "dc"  # `'dc'` (L_D and L_C), `'d'` (L_D only) or `'c'` (L_C only)
     k: int = 16  # corpus rows retrieved per anchor and set
     temperature: float = 0.3  # τ > 0 of the contrastive terms
@@ -626,21 +633,20 @@ def train_csslm(
     feats: dict,  # `model.features(train_texts)`
     y,  # (n,) class ids of the training texts
     corpus_feats: dict | None = None,  # `model.features(corpus_texts)`; for the CSS methods
-    method: str = "css-lm",  # `'standard'`, `'scf'`, `'css-lm-st'` or `'css-lm'`
-    css: CSSOptions | None = None,  # the contrastive terms and retrieval (None: `CSSOptions()`)
+    # the method, its learning rates, the contrastive terms and retrieval (None: `CSSOptions()`)
+    css: CSSOptions | None = None,
     epochs: int = 10,  # passes over the training texts
     batch_size: int = 4,  # labeled anchors per AdamW step
-    lr: float = 2e-5,  # AdamW learning rate of the encoder
-    head_lr: float = 1e-3,  # AdamW learning rate of the new head
     dev: tuple | None = None,  # `(dev_feats, dev_y)`: keep the best-accuracy epoch; None: last
     seed: int = 0,  # seed of the initialisation and batch order
     log=None,  # called with each epoch's record (e.g. `print`); None: silent
 ) -> dict:  # `text.fit_on_dev`'s record plus `switched_at`, `sets`, `steps`, `class_memory`
-    """Fine-tune `model` in place with `method`: `"standard"` (the cross-entropy L_CE, Eq. 8),
+    """Fine-tune `model` in place with `css.method`: `"standard"` (the cross-entropy L_CE, Eq. 8),
     `"scf"` (L_CE + SupCon L_CS on x, Eq. 1), `"css-lm-st"` (L_D + L_C + the cross-entropy on
     the labeled instances and on their retrieved positives P(i), pseudo-labeled with the
     anchor's class) or `"css-lm"` (L_CE + L_CSS + L_D + L_C, Eq. 9, then L_CE + L_CSS once the
-    dev accuracy drops); the last two retrieve from the corpus (settings: `css`).
+    dev accuracy drops); the last two retrieve from the corpus (settings: `css`). AdamW trains
+    the encoder at `css.lr` and the new head at `css.head_lr`.
 
     Returns `text.fit_on_dev`'s record plus `switched_at` (epoch or None), `sets` (the last
     retrieved P(i), P_D(i), P_C(i) per training row, −1 where never retrieved), `steps` and,
@@ -649,15 +655,14 @@ def train_csslm(
     labeled instances, from a memory of their [CLASS] vectors and P_C sets refreshed as each
     instance is trained on (Eq. 7's j = 1…N)."""
     o = check_config("css", css, CSSOptions)
-    levels, k, class_sums = o.levels, o.k, o.class_sums
-    n, y, uses_corpus = _check_csslm_args(model, feats, y, corpus_feats, method, levels, k, epochs,
-                                          batch_size, o.warmup_epochs, o.temperature, class_sums)
+    method, levels, k, class_sums = o.method, o.levels, o.k, o.class_sums
+    n, y, uses_corpus = _check_csslm_args(model, feats, y, corpus_feats, o, epochs, batch_size)
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     devc = next(model.head.parameters()).device
     enc_params = [p for p in model.encoder.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(
-        [{"params": enc_params, "lr": lr}, {"params": model.head.parameters(), "lr": head_lr}]
+        [{"params": enc_params, "lr": o.lr}, {"params": model.head.parameters(), "lr": o.head_lr}]
     )
     store, memory, sets_out = None, None, {}
     if uses_corpus:
