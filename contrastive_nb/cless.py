@@ -51,6 +51,7 @@ def kmax_pool(
     return x.gather(-1, idx)
 
 
+# %% ../nbs/21_cless.ipynb #2c1bbf30
 class CLESS(nn.Module):
     """Text-to-label embedding matcher: a shared word embedding E; a text encoder T (convolution,
     k-max pooling, fully connected); a label encoder L (mean of a label's word embeddings, fully
@@ -150,6 +151,7 @@ class CLESS(nn.Module):
     ) -> torch.Tensor:  # (B, c) matcher logits
         "Match each text against its labels: `match(encode_text(texts), encode_labels(labels))`."
         return self.match(self.encode_text(texts), self.encode_labels(labels))
+
 
 # %% ../nbs/21_cless.ipynb #6900cac6
 def sample_pseudo_labels(
@@ -457,6 +459,7 @@ class PLMTagger(nn.Module):
         return self.head((h * m).sum(1) / m.sum(1).clamp(min=1))
 
 
+# %% ../nbs/21_cless.ipynb #752b34d6
 def score_plm(
     tagger: PLMTagger,  # a `PLMTagger`
     feats: dict,  # `tagger.features(texts)`
@@ -512,3 +515,4 @@ def train_plm_tagger(
     return fit_on_dev(
         tagger, opt, len(y), epochs, batch_size, rng, batch_loss, dev_ap, "dev_ap_micro", log=log
     )
+

@@ -121,7 +121,7 @@ def _fine_tune_args(train_x, train_y, val_x, val_y, test_x, test_y, options, epo
     ty = torch.as_tensor(np.asarray(train_y), dtype=torch.long)
     if len(ty) != len(train_x):
         raise ValueError(
-            f"`train_y` must have one label per image of `train_x` ({len(train_x)}); got {len(ty)}"
+            f"`train` must hold one label per image ({len(train_x)}); got {len(ty)}"
         )
     return lrs, augs, ty
 
@@ -131,6 +131,7 @@ def _fine_tune_scores(model, x, device):
     return batched_inference(model, lambda idx: model(x[idx].to(device)), len(x), 512)
 
 
+# %% ../nbs/08_protocol.ipynb #b0effd7b
 def _fine_tune_run(lr, k, encoder, augs, train_x, ty, val, C, device, momentum, epochs,
                    batch_size, val_every, seed, ledger):
     "One fine-tuning of `fine_tune` at `lr` with augmentation `k`: the model at its selected epoch."
@@ -180,6 +181,7 @@ def _fine_tune_run(lr, k, encoder, augs, train_x, ty, val, C, device, momentum, 
     }
 
 
+# %% ../nbs/08_protocol.ipynb #82a501bd
 def fine_tune(
     encoder: nn.Module,  # pre-trained encoder: copied, never modified
     train: tuple,  # `(train_x, train_y)`: (n, C, H, W) labeled training images, (n,) labels
@@ -200,12 +202,12 @@ def fine_tune(
     train_y)` (SuNCEt App. A, arXiv:2006.10803).
 
     `options.lr` and `options.augment` may be lists: every combination is fine-tuned and the
-    best on validation kept (ties: the first, learning rates varying fastest). Returns test `top1`/`top5` (when
-    `test` is given), `val_top1`, `best_epoch` (the epoch whose weights were kept: best
-    validation top-1, else the last), the chosen `lr` and `augment_index`, `updates` and `flops`
-    (forward + backward of every update of every combination tried, measured) and the per-epoch
-    `history` of the chosen run (loss, cumulative `updates` and `flops`, and `val_top1` where it
-    was scored). Test is scored once, after the selection."""
+    best on validation kept (ties: the first, learning rates varying fastest). Returns test
+    `top1`/`top5` (when `test` is given), `val_top1`, `best_epoch` (the epoch whose weights were
+    kept: best validation top-1, else the last), the chosen `lr` and `augment_index`, `updates`
+    and `flops` (forward + backward of every update of every combination tried, measured) and
+    the per-epoch `history` of the chosen run (loss, cumulative `updates` and `flops`, and
+    `val_top1` where it was scored). Test is scored once, after the selection."""
     from contrastive_nb.compute import FlopLedger
 
     if train is None:
@@ -255,6 +257,7 @@ def fine_tune(
         flops=ledger.total - flops0,
     )
     return out
+
 
 # %% ../nbs/08_protocol.ipynb #69f23137
 def select_probe(

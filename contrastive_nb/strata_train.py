@@ -108,7 +108,9 @@ def _classifier_inputs(x, y, groups, epochs, batch_size, optim, options, val):
         raise ValueError("`val` must be (images, labels) or (images, labels, group ids), or None")
     vx, vy, vg = (tuple(val) + (None,))[:3] if val is not None else (None, None, None)
     if vx is not None and select == "worst_group" and vg is None:
-        raise ValueError("`select='worst_group'` needs the validation group ids: `val=(x, y, groups)`")
+        raise ValueError(
+            "`select='worst_group'` needs the validation group ids: `val=(x, y, groups)`"
+        )
     yt = torch.as_tensor(np.asarray(y.cpu() if isinstance(y, torch.Tensor) else y)).long()
     if len(yt) != len(x):
         raise ValueError(f"`y` must have one label per item of `x` ({len(x)}); got {len(yt)}")
@@ -130,12 +132,13 @@ def _classifier_inputs(x, y, groups, epochs, batch_size, optim, options, val):
     return optim, o, yt, gt, vx, vy, vg
 
 
+# %% ../nbs/10a_strata_train.ipynb #a226c12c
 # `train_classifier`'s optimiser when none is given: SGD, momentum 0.9, weight decay 5e-4
 _CLASSIFIER_SGD = Optimization(lr=0.05, weight_decay=5e-4)
 
 
 def train_classifier(
-    model: nn.Module,  # network mapping images `(B, C, H, W)` to logits `(B, classes)`, on its device
+    model: nn.Module,  # images `(B, C, H, W)` → logits `(B, classes)`, on its device
     x: torch.Tensor,  # (n, C, H, W) training images
     y,  # (n,) integer labels (array or tensor)
     groups=None,  # (n,) group ids; needed for `options.objective='group_dro'`
