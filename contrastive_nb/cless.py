@@ -7,13 +7,20 @@ from __future__ import annotations
 
 import copy
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .core import batched_inference, check_int, check_range
+from contrastive_nb.core import (
+    batched_inference,
+    check_choice,
+    check_config,
+    check_int,
+    check_range,
+)
 from .losses import binary_nce
 from contrastive_nb.text import (
     Vocab,
@@ -27,9 +34,9 @@ from contrastive_nb.text import (
 )
 
 # %% auto #0
-__all__ = ['kmax_pool', 'CLESS', 'sample_pseudo_labels', 'sample_real_labels', 'score_tags', 'train_cless', 'zero_r_scores',
-           'tag_overlap_scores', 'class_prior_scores', 'mean_word_vectors', 'cosine_scores', 'PLMTagger', 'score_plm',
-           'train_plm_tagger']
+__all__ = ['kmax_pool', 'CLESS', 'sample_pseudo_labels', 'sample_real_labels', 'CLESSOptions', 'score_tags', 'train_cless',
+           'zero_r_scores', 'tag_overlap_scores', 'class_prior_scores', 'mean_word_vectors', 'cosine_scores',
+           'PLMTagger', 'score_plm', 'train_plm_tagger']
 
 # %% ../nbs/21_cless.ipynb #bc5f8f9e
 def kmax_pool(
@@ -44,6 +51,7 @@ def kmax_pool(
     return x.gather(-1, idx)
 
 
+# %% ../nbs/21_cless.ipynb #2c1bbf30
 class CLESS(nn.Module):
     """Text-to-label embedding matcher: a shared word embedding E; a text encoder T (convolution,
     k-max pooling, fully connected); a label encoder L (mean of a label's word embeddings, fully
@@ -144,6 +152,7 @@ class CLESS(nn.Module):
         "Match each text against its labels: `match(encode_text(texts), encode_labels(labels))`."
         return self.match(self.encode_text(texts), self.encode_labels(labels))
 
+
 # %% ../nbs/21_cless.ipynb #6900cac6
 def sample_pseudo_labels(
     texts: torch.Tensor,  # (B, S) word ids of the batch, 0 pads
@@ -201,6 +210,29 @@ def sample_real_labels(
         msk[i, g : g + len(neg)] = True
     return torch.from_numpy(idx), torch.from_numpy(tgt), torch.from_numpy(msk)
 
+# %% ../nbs/21_cless.ipynb #670b70c8
+@dataclass(frozen=True)
+class CLESSOptions:
+    "The objective of `train_cless` and its settings: labels per text, Adam's lr, what stays fixed."
+
+    mode: str = "pseudo"  # `'pseudo'` (self-supervised pseudo labels) or `'real'` (the tags `y`)
+    n_labels: int = 150  # pseudo labels per text (`mode='pseudo'`)
+    n_negatives: int = 20  # negative tags per text (`mode='real'`)
+    lr: float = 1e-3  # Adam learning rate
+    exclude: tuple = ()  # word ids never used as pseudo labels (e.g. stop words)
+    freeze_embeddings: bool = False  # keep E fixed (e.g. fastText vectors)
+
+    def __post_init__(self):  # every field, when built
+        check_choice("mode", self.mode, ["pseudo", "real"])
+        check_int("n_labels", self.n_labels, 2)
+        check_int("n_negatives", self.n_negatives, 1)
+        check_range("lr", self.lr, 0, low_inclusive=False)
+        if not isinstance(self.freeze_embeddings, bool):
+            raise ValueError(
+                f"`freeze_embeddings` must be True or False; got {self.freeze_embeddings!r}"
+            )
+
+
 # %% ../nbs/21_cless.ipynb #bcc8f064
 def score_tags(
     model: CLESS,  # a CLESS model
@@ -233,29 +265,27 @@ def _dev_ap(y, scores) -> dict:
 def train_cless(
     model: CLESS,  # a CLESS model, trained in place
     texts: torch.Tensor,  # (n, S) word ids of the training texts
-    mode: str = "pseudo",  # `'pseudo'` (self-supervised pseudo labels) or `'real'` (the tags `y`)
     y=None,  # (n, T) multi-hot tags; needed for `mode='real'`
     label_words=None,  # (T, w) word ids of each tag's name; needed for `mode='real'`
-    n_labels: int = 150,  # pseudo labels per text (`mode='pseudo'`)
-    n_negatives: int = 20,  # negative tags per text (`mode='real'`)
+    # the objective (`mode`), its labels per text, Adam's lr, excluded words, frozen E
+    # (None: `CLESSOptions()`, self-supervised pseudo labels)
+    options: CLESSOptions | None = None,
     epochs: int = 5,  # passes over the texts
     batch_size: int = 64,  # texts per Adam step
-    lr: float = 1e-3,  # Adam learning rate
     seed: int = 0,  # seed of the initialisation and sampling
     dev: tuple | None = None,  # `(texts, y, label_words)` of a dev set: keep its best-AP epoch
-    exclude=(),  # word ids never used as pseudo labels (e.g. stop words)
-    freeze_embeddings: bool = False,  # keep E fixed (e.g. fastText vectors)
     log=None,  # called with each epoch's record (e.g. `print`); None: silent
 ) -> dict:  # {'history': [...], 'seconds': …, 'best_epoch': …}
     """Train in place with the binary NCE (Eq. 6); returns `{'history': [...], 'seconds': …,
     'best_epoch': …}`.
 
-    `mode="pseudo"`: `n_labels` pseudo labels per text. `mode="real"`: `y (n, T)` multi-hot and
-    `label_words (T, w)`; all positives and `n_negatives` negatives per text. `dev=(texts, y,
-    label_words)` picks the best epoch by AP micro. `exclude`: word ids never used as pseudo
-    labels (e.g. stop words). `freeze_embeddings` keeps E (e.g. fastText) fixed."""
-    if mode not in ("pseudo", "real"):
-        raise ValueError(f"`mode` must be 'pseudo' or 'real'; got {mode!r}")
+    `options.mode="pseudo"`: `n_labels` pseudo labels per text. `mode="real"`: `y (n, T)`
+    multi-hot and `label_words (T, w)`; all positives and `n_negatives` negatives per text.
+    `dev=(texts, y, label_words)` picks the best epoch by AP micro. `options.exclude`: word ids
+    never used as pseudo labels (e.g. stop words). `freeze_embeddings` keeps E (e.g. fastText)
+    fixed."""
+    o = check_config("options", options, CLESSOptions)
+    mode, n_labels, n_negatives, exclude = o.mode, o.n_labels, o.n_negatives, o.exclude
     if mode == "real" and (y is None or label_words is None):
         raise ValueError("mode='real' needs `y` (n, T) and `label_words` (T, w)")
     if mode == "real" and len(y) != len(texts):
@@ -266,8 +296,8 @@ def train_cless(
     rng = np.random.default_rng(seed)
     y_np = None if y is None else np.asarray(y)
     was_trainable = model.E.weight.requires_grad
-    model.E.weight.requires_grad_(not freeze_embeddings)
-    opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
+    model.E.weight.requires_grad_(not o.freeze_embeddings)
+    opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=o.lr)
 
     def batch_loss(idx):
         xb = texts[idx]
@@ -429,6 +459,7 @@ class PLMTagger(nn.Module):
         return self.head((h * m).sum(1) / m.sum(1).clamp(min=1))
 
 
+# %% ../nbs/21_cless.ipynb #752b34d6
 def score_plm(
     tagger: PLMTagger,  # a `PLMTagger`
     feats: dict,  # `tagger.features(texts)`
@@ -484,3 +515,4 @@ def train_plm_tagger(
     return fit_on_dev(
         tagger, opt, len(y), epochs, batch_size, rng, batch_loss, dev_ap, "dev_ap_micro", log=log
     )
+

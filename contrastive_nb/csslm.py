@@ -234,6 +234,7 @@ class CSSLM(nn.Module):
         return self.head(torch.cat([d, c], 1))
 
 
+# %% ../nbs/22_csslm.ipynb #ab7b63a6
 def feature_subset(
     feats: dict,  # a `features` dict
     idx,  # row indices to keep
@@ -260,6 +261,7 @@ def encode(
     )
 
 
+# %% ../nbs/22_csslm.ipynb #8f836027
 def representations(
     model: CSSLM,  # a `CSSLM`
     feats: dict,  # `model.features(texts)`
@@ -304,6 +306,7 @@ def task_scores(
         "acc": float(accuracy_score(y, pred)),
         "macro_f1": float(f1_score(y, pred, average="macro")),
     }
+
 
 # %% ../nbs/22_csslm.ipynb #cb32b05a
 class RepresentationStore:
@@ -415,40 +418,35 @@ def _retrieve(store: RepresentationStore, d, c, k: int, levels: str) -> dict:
     return sets
 
 
+# %% ../nbs/22_csslm.ipynb #25c1f8d8
+@dataclass(frozen=True)
+class CSSOptions:
+    """The settings of `train_csslm`: the method, AdamW's two learning rates, CSS-LM's contrastive
+    terms and retrieval."""
+
+    method: str = "css-lm"  # `'standard'`, `'scf'`, `'css-lm-st'` or `'css-lm'`
+    lr: float = 2e-5  # AdamW learning rate of the encoder
+    head_lr: float = 1e-3  # AdamW learning rate of the new head
+    levels: str = "dc"  # `'dc'` (L_D and L_C), `'d'` (L_D only) or `'c'` (L_C only)
+    k: int = 16  # corpus rows retrieved per anchor and set
+    temperature: float = 0.3  # τ > 0 of the contrastive terms
+    warmup_epochs: int = 1  # epochs with empty retrieved sets before retrieval starts
+    switch: bool = True  # drop the corpus terms once the dev accuracy drops (§4.2)
+    corpus_grad: bool = True  # encode the retrieved rows with gradients (the paper)
+    backend: str = "auto"  # retrieval backend of the `RepresentationStore`
+    corpus_batch: int = 256  # texts per forward pass when the corpus is encoded
+    class_sums: str = "batch"  # `'batch'` or `'all'` (L_C over all N labeled instances)
+
+
+# %% ../nbs/22_csslm.ipynb #0213355a
 class _CSSLMLoss:
     """The loss of one batch for `train_csslm` — retrieval, fresh encoding of the retrieved rows,
     the method's terms — and the run's state."""
 
-    def __init__(
-        self,
-        model,
-        feats,
-        y,
-        corpus_feats,
-        method,
-        levels,
-        k,
-        temperature,
-        warmup_epochs,
-        corpus_grad,
-        store,
-        memory,
-        sets_out,
-    ):
-        self.model, self.feats, self.y, self.corpus_feats, self.method, self.levels = (
-            model,
-            feats,
-            y,
-            corpus_feats,
-            method,
-            levels,
-        )
-        self.k, self.temperature, self.warmup_epochs, self.corpus_grad = (
-            k,
-            temperature,
-            warmup_epochs,
-            corpus_grad,
-        )
+    def __init__(self, model, feats, y, corpus_feats, o: CSSOptions, store, memory, sets_out):
+        self.model, self.feats, self.y, self.corpus_feats = model, feats, y, corpus_feats
+        self.method, self.levels, self.k, self.temperature = o.method, o.levels, o.k, o.temperature
+        self.warmup_epochs, self.corpus_grad = o.warmup_epochs, o.corpus_grad
         self.store, self.memory, self.sets_out = store, memory, sets_out
         self.dev = next(model.head.parameters()).device
         self.epoch, self.switched_at, self.prev_dev, self.steps = 0, None, None, 0
@@ -472,7 +470,7 @@ class _CSSLMLoss:
                 x, yb, torch.cat([rd, rc], 1), loc("P"), loc("N"), self.temperature
             )
         if self.switched_at is None:
-            loss = self._add_domain_and_class(loss, idx, d, c, yb, sets, rows, rd, rc, loc)
+            loss = _domain_and_class(self, loss, idx, d, c, yb, sets, rows, rd, rc, loc)
         if self.method == "css-lm-st":
             loss = loss + F.cross_entropy(logits, yb)
             # + the pseudo-labeled retrieved positives
@@ -511,38 +509,6 @@ class _CSSLMLoss:
         local[rows] = torch.arange(len(rows), device=self.dev)
         return sets, rows, rd, rc, (lambda name: local[sets[name]] if name in sets else none)
 
-    def _add_domain_and_class(self, loss, idx, d, c, yb, sets, rows, rd, rc, loc):
-        """`loss` + L_D + L_C (Eqs. 6–7), before the switch; L_C over the batch, or over all N
-        labeled instances from memory."""
-        none = torch.full((len(idx), 1), -1, dtype=torch.long, device=self.dev)
-        if "d" in self.levels:
-            d_all = (
-                self.store.d.to(self.dev).index_put((rows,), rd)
-                if len(rows)
-                else self.store.d.to(self.dev)
-            )
-            loss = loss + domain_loss(
-                d, d_all, sets["P_D"] if "P_D" in sets else none, self.temperature
-            )
-        if "c" in self.levels and self.memory is None:
-            loss = loss + class_loss(c, yb, rc, loc("P_C"), self.temperature)
-        # Eq. 7 over all N labeled instances
-        elif "c" in self.levels:
-            mem, at = self.memory, torch.as_tensor(idx, dtype=torch.long, device=self.dev)
-            c_all, P_all = mem["c"].index_put((at,), c), mem["P_C"].clone()
-            P_all[at] = sets["P_C"] if "P_C" in sets else -1
-            c_o = (
-                self.store.c.to(self.dev).index_put((rows,), rc)
-                if len(rows)
-                else self.store.c.to(self.dev)
-            )
-            loss = loss + class_loss(
-                c_all, self.y.to(self.dev), c_o, P_all, self.temperature, anchors=at
-            )
-            mem["c"][at] = c.detach()
-            mem["P_C"] = P_all
-        return loss
-
     def after_epoch(self, rec, switch: bool, has_dev: bool):
         "Count the epoch; switch to L_CE + L_CSS when the dev score drops after the warm-up (§4.2)."
         self.epoch += 1
@@ -561,16 +527,54 @@ class _CSSLMLoss:
             self.prev_dev = rec["dev_acc"]
 
 
-def _check_csslm_args(model, feats, y, corpus_feats, method, levels, k, epochs, batch_size,
-                      warmup_epochs, temperature, class_sums) -> tuple:
-    "Checked arguments of `train_csslm`: `(n, y, uses_corpus)`, y a long tensor of class ids."
+# %% ../nbs/22_csslm.ipynb #d3dca104
+def _domain_and_class(step, loss, idx, d, c, yb, sets, rows, rd, rc, loc):
+    """`loss` + L_D + L_C (Eqs. 6–7) of one batch of `step` (the run's `_CSSLMLoss`), before
+    the switch; L_C over the batch, or over all N labeled instances from memory."""
+    none = torch.full((len(idx), 1), -1, dtype=torch.long, device=step.dev)
+    if "d" in step.levels:
+        d_all = (
+            step.store.d.to(step.dev).index_put((rows,), rd)
+            if len(rows)
+            else step.store.d.to(step.dev)
+        )
+        loss = loss + domain_loss(
+            d, d_all, sets["P_D"] if "P_D" in sets else none, step.temperature
+        )
+    if "c" in step.levels and step.memory is None:
+        loss = loss + class_loss(c, yb, rc, loc("P_C"), step.temperature)
+    # Eq. 7 over all N labeled instances
+    elif "c" in step.levels:
+        mem, at = step.memory, torch.as_tensor(idx, dtype=torch.long, device=step.dev)
+        c_all, P_all = mem["c"].index_put((at,), c), mem["P_C"].clone()
+        P_all[at] = sets["P_C"] if "P_C" in sets else -1
+        c_o = (
+            step.store.c.to(step.dev).index_put((rows,), rc)
+            if len(rows)
+            else step.store.c.to(step.dev)
+        )
+        loss = loss + class_loss(
+            c_all, step.y.to(step.dev), c_o, P_all, step.temperature, anchors=at
+        )
+        mem["c"][at] = c.detach()
+        mem["P_C"] = P_all
+    return loss
+
+
+# %% ../nbs/22_csslm.ipynb #e6b0f551
+def _check_csslm_args(model, feats, y, corpus_feats, o, epochs, batch_size) -> tuple:
+    """Checked arguments of `train_csslm` (`o`: its `CSSOptions`): `(n, y, uses_corpus)`, y a long
+    tensor of class ids."""
+    method, k = o.method, o.k
     check_choice("method", method, list(METHODS))
-    check_choice("levels", levels, ["dc", "d", "c"])
-    check_choice("class_sums", class_sums, ["batch", "all"])
+    check_choice("levels", o.levels, ["dc", "d", "c"])
+    check_choice("class_sums", o.class_sums, ["batch", "all"])
     check_int("epochs", epochs, 1)
     check_int("batch_size", batch_size, 1)
-    check_int("warmup_epochs", warmup_epochs, 0)
-    check_range("temperature", temperature, 0, low_inclusive=False)
+    check_int("warmup_epochs", o.warmup_epochs, 0)
+    check_range("temperature", o.temperature, 0, low_inclusive=False)
+    check_range("lr", o.lr, 0, low_inclusive=False)
+    check_range("head_lr", o.head_lr, 0, low_inclusive=False)
     n = len(feats["ids"])
     y = torch.as_tensor(label_vector(y, n, "y"))
     if int(y.max()) >= model.head.out_features:
@@ -606,41 +610,26 @@ def _corpus_state(model, feats, corpus_feats, n, k, levels, class_sums, backend,
     return store, memory, sets_out
 
 
-@dataclass(frozen=True)
-class CSSOptions:
-    "The settings of CSS-LM's contrastive terms and retrieval (`train_csslm`)."
-
-    levels: str = "dc"  # `'dc'` (L_D and L_C), `'d'` (L_D only) or `'c'` (L_C only)
-    k: int = 16  # corpus rows retrieved per anchor and set
-    temperature: float = 0.3  # τ > 0 of the contrastive terms
-    warmup_epochs: int = 1  # epochs with empty retrieved sets before retrieval starts
-    switch: bool = True  # drop the corpus terms once the dev accuracy drops (§4.2)
-    corpus_grad: bool = True  # encode the retrieved rows with gradients (the paper)
-    backend: str = "auto"  # retrieval backend of the `RepresentationStore`
-    corpus_batch: int = 256  # texts per forward pass when the corpus is encoded
-    class_sums: str = "batch"  # `'batch'` or `'all'` (L_C over all N labeled instances)
-
-
+# %% ../nbs/22_csslm.ipynb #af4f3c24
 def train_csslm(
     model: CSSLM,  # a `CSSLM`, trained in place
     feats: dict,  # `model.features(train_texts)`
     y,  # (n,) class ids of the training texts
     corpus_feats: dict | None = None,  # `model.features(corpus_texts)`; for the CSS methods
-    method: str = "css-lm",  # `'standard'`, `'scf'`, `'css-lm-st'` or `'css-lm'`
-    css: CSSOptions | None = None,  # the contrastive terms and retrieval (None: `CSSOptions()`)
+    # the method, its learning rates, the contrastive terms and retrieval (None: `CSSOptions()`)
+    css: CSSOptions | None = None,
     epochs: int = 10,  # passes over the training texts
     batch_size: int = 4,  # labeled anchors per AdamW step
-    lr: float = 2e-5,  # AdamW learning rate of the encoder
-    head_lr: float = 1e-3,  # AdamW learning rate of the new head
     dev: tuple | None = None,  # `(dev_feats, dev_y)`: keep the best-accuracy epoch; None: last
     seed: int = 0,  # seed of the initialisation and batch order
     log=None,  # called with each epoch's record (e.g. `print`); None: silent
 ) -> dict:  # `text.fit_on_dev`'s record plus `switched_at`, `sets`, `steps`, `class_memory`
-    """Fine-tune `model` in place with `method`: `"standard"` (the cross-entropy L_CE, Eq. 8),
+    """Fine-tune `model` in place with `css.method`: `"standard"` (the cross-entropy L_CE, Eq. 8),
     `"scf"` (L_CE + SupCon L_CS on x, Eq. 1), `"css-lm-st"` (L_D + L_C + the cross-entropy on
     the labeled instances and on their retrieved positives P(i), pseudo-labeled with the
     anchor's class) or `"css-lm"` (L_CE + L_CSS + L_D + L_C, Eq. 9, then L_CE + L_CSS once the
-    dev accuracy drops); the last two retrieve from the corpus (settings: `css`).
+    dev accuracy drops); the last two retrieve from the corpus (settings: `css`). AdamW trains
+    the encoder at `css.lr` and the new head at `css.head_lr`.
 
     Returns `text.fit_on_dev`'s record plus `switched_at` (epoch or None), `sets` (the last
     retrieved P(i), P_D(i), P_C(i) per training row, −1 where never retrieved), `steps` and,
@@ -649,22 +638,20 @@ def train_csslm(
     labeled instances, from a memory of their [CLASS] vectors and P_C sets refreshed as each
     instance is trained on (Eq. 7's j = 1…N)."""
     o = check_config("css", css, CSSOptions)
-    levels, k, class_sums = o.levels, o.k, o.class_sums
-    n, y, uses_corpus = _check_csslm_args(model, feats, y, corpus_feats, method, levels, k, epochs,
-                                          batch_size, o.warmup_epochs, o.temperature, class_sums)
+    method, levels, k, class_sums = o.method, o.levels, o.k, o.class_sums
+    n, y, uses_corpus = _check_csslm_args(model, feats, y, corpus_feats, o, epochs, batch_size)
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     devc = next(model.head.parameters()).device
     enc_params = [p for p in model.encoder.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(
-        [{"params": enc_params, "lr": lr}, {"params": model.head.parameters(), "lr": head_lr}]
+        [{"params": enc_params, "lr": o.lr}, {"params": model.head.parameters(), "lr": o.head_lr}]
     )
     store, memory, sets_out = None, None, {}
     if uses_corpus:
         store, memory, sets_out = _corpus_state(model, feats, corpus_feats, n, k, levels,
                                                 class_sums, o.backend, o.corpus_batch, devc)
-    step = _CSSLMLoss(model, feats, y, corpus_feats, method, levels, k, o.temperature,
-                      o.warmup_epochs, o.corpus_grad, store, memory, sets_out)
+    step = _CSSLMLoss(model, feats, y, corpus_feats, o, store, memory, sets_out)
 
     def dev_score(m):
         s = task_scores(m, dev[0], dev[1])
@@ -679,5 +666,4 @@ def train_csslm(
                levels=levels, class_sums=class_sums if uses_corpus and "c" in levels else None,
                class_memory=memory_np)
     return out
-
 

@@ -96,6 +96,7 @@ def embedding_table(
     return df
 
 
+# %% ../nbs/07_evaluate.ipynb #15ee08d8
 def _bad_embedding_cell(df: pd.DataFrame) -> str:
     """Which row of `df['embedding']` breaks the (n, d) matrix, and how, as a phrase (the slow path
     of `table_embeddings`)."""
@@ -153,6 +154,7 @@ def table_embeddings(
     return z.astype(np.float32)
 
 
+# %% ../nbs/07_evaluate.ipynb #d5ff07c7
 def save_embedding_table(
     df: pd.DataFrame,  # an embedding table
     path,  # target `.parquet` file
@@ -186,6 +188,7 @@ def load_embedding_table(
         raise ValueError(f"{path}: {e}") from None
     df["embedding"] = list(z)
     return df
+
 
 # %% ../nbs/07_evaluate.ipynb #627be931
 @torch.no_grad()

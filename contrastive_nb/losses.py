@@ -122,6 +122,7 @@ def _block_rows(n: int) -> int:
     return max(1, min(n, _BLOCK_ELEMS // max(n, 1)))
 
 
+# %% ../nbs/03_losses.ipynb #7b31c819
 class _SimLogSumExp(torch.autograd.Function):
     """lse_all[i] = log Σ_{j≠i} e^{s_ij}; lse_pos[i] = log Σ_{j≠i, y_j=y_i} e^{s_ij} (when labels
     are given); s = u uᵀ/τ."""
@@ -206,6 +207,7 @@ def sim_logsumexp(
     when `labels` is given)."""
     u = F.normalize(z, dim=1)
     return _SimLogSumExp.apply(u, float(temperature), labels)
+
 
 # %% ../nbs/03_losses.ipynb #989b518c
 def nt_xent(

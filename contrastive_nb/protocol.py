@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,7 @@ from .compute import compute_saved, flops_to_reach
 from contrastive_nb.core import (
     batched_inference,
     check_choice,
+    check_config,
     check_int,
     check_range,
     label_vector,
@@ -29,9 +31,9 @@ from .evaluate import claim_verdicts, linear_probe, paired_difference, topk_accu
 
 
 # %% auto #0
-__all__ = ['basic_views', 'fine_tune', 'select_probe', 'cv_probe', 'few_label_draw', 'few_label_probes', 'reach_table',
-           'compute_saved_table', 'claims_table', 'strongest_baseline', 'long_table', 'saving_claims', 'sweep_claims',
-           'sweep_figure', 'accuracy_compute_figure', 'sweep_figures']
+__all__ = ['basic_views', 'FineTuneOptions', 'fine_tune', 'select_probe', 'cv_probe', 'few_label_draw', 'few_label_probes',
+           'reach_table', 'compute_saved_table', 'claims_table', 'strongest_baseline', 'long_table', 'saving_claims',
+           'sweep_claims', 'sweep_figure', 'accuracy_compute_figure', 'sweep_figures']
 
 # %% ../nbs/08_protocol.ipynb #d2f530af
 def basic_views(
@@ -56,6 +58,42 @@ def basic_views(
         ]
     return K.AugmentationSequential(*ops)
 
+# %% ../nbs/08_protocol.ipynb #f70a5d62
+@dataclass(frozen=True)
+class FineTuneOptions:
+    """What `fine_tune` tries and how each try trains (SuNCEt App. A): the learning rates and
+    augmentations of the grid, Nesterov momentum, the validation cadence and the head's classes."""
+
+    lr: float | tuple = 0.05  # initial learning rate (cosine to 0); a list: each tried
+    momentum: float = 0.9  # Nesterov momentum of SGD (no weight decay)
+    # device batch → augmented batch (App. A: crop/flip), None: none; a list: each tried
+    augment: object = None
+    val_every: int = 1  # score validation every this many epochs (and after the last)
+    n_classes: int | None = None  # classes of the head (None: from the labels)
+
+    def grid(self) -> tuple:  # (learning rates, augmentations): each a non-empty list
+        "The learning rates and augmentations tried, as lists."
+        lrs = list(self.lr) if isinstance(self.lr, (list, tuple)) else [self.lr]
+        augs = list(self.augment) if isinstance(self.augment, (list, tuple)) else [self.augment]
+        return lrs, augs
+
+    def __post_init__(self):  # every field, when built: a wrong one cannot silently train wrong
+        lrs, augs = self.grid()
+        if not lrs or not augs:
+            raise ValueError("`lr` and `augment` must be single values or non-empty lists")
+        for v in lrs:
+            check_range("lr", v, 0, low_inclusive=False)
+        for a in augs:
+            if a is not None and not callable(a):
+                raise ValueError(
+                    f"`augment` must be a function of a batch (or None); got {type(a).__name__}"
+                )
+        check_range("momentum", self.momentum, 0, 1, high_inclusive=False)
+        check_int("val_every", self.val_every, 1)
+        if self.n_classes is not None:
+            check_int("n_classes", self.n_classes, 2)
+
+
 # %% ../nbs/08_protocol.ipynb #c37ae03f
 def _pair(name: str, value) -> tuple:
     "`(x, y)` of a `(x, y)` argument; `(None, None)` for None."
@@ -66,25 +104,12 @@ def _pair(name: str, value) -> tuple:
     return tuple(value)
 
 
-def _fine_tune_args(
-    train_x, train_y, val_x, val_y, test_x, test_y, lr, augment, epochs, batch_size, val_every
-):
+def _fine_tune_args(train_x, train_y, val_x, val_y, test_x, test_y, options, epochs, batch_size):
     """`fine_tune`'s arguments checked: the learning rates and augmentations to try, and the labels
     as a tensor."""
     check_int("epochs", epochs, 1)
     check_int("batch_size", batch_size, 1)
-    check_int("val_every", val_every, 1)
-    lrs = list(lr) if isinstance(lr, (list, tuple)) else [lr]
-    augs = list(augment) if isinstance(augment, (list, tuple)) else [augment]
-    if not lrs or not augs:
-        raise ValueError("`lr` and `augment` must be single values or non-empty lists")
-    for v in lrs:
-        check_range("lr", v, 0, low_inclusive=False)
-    for a in augs:
-        if a is not None and not callable(a):
-            raise ValueError(
-                f"`augment` must be a function of a batch (or None); got {type(a).__name__}"
-            )
+    lrs, augs = options.grid()
     if (val_x is None) != (val_y is None) or (test_x is None) != (test_y is None):
         raise ValueError(
             "`val` and `test` must each be an (images, labels) pair with both parts, or None"
@@ -96,7 +121,7 @@ def _fine_tune_args(
     ty = torch.as_tensor(np.asarray(train_y), dtype=torch.long)
     if len(ty) != len(train_x):
         raise ValueError(
-            f"`train_y` must have one label per image of `train_x` ({len(train_x)}); got {len(ty)}"
+            f"`train` must hold one label per image ({len(train_x)}); got {len(ty)}"
         )
     return lrs, augs, ty
 
@@ -106,6 +131,7 @@ def _fine_tune_scores(model, x, device):
     return batched_inference(model, lambda idx: model(x[idx].to(device)), len(x), 512)
 
 
+# %% ../nbs/08_protocol.ipynb #b0effd7b
 def _fine_tune_run(lr, k, encoder, augs, train_x, ty, val, C, device, momentum, epochs,
                    batch_size, val_every, seed, ledger):
     "One fine-tuning of `fine_tune` at `lr` with augmentation `k`: the model at its selected epoch."
@@ -113,7 +139,7 @@ def _fine_tune_run(lr, k, encoder, augs, train_x, ty, val, C, device, momentum, 
 
     # the training loop, imported here: the metrics of this module never load the engine (the
     # explorer and the audit import them)
-    from contrastive_nb.train import SelectOnValidation, fit_rows
+    from contrastive_nb.train import RowLoss, SelectOnValidation, fit_rows
 
     augment = augs[k]
     enc = copy.deepcopy(encoder).to(device).train()
@@ -143,7 +169,7 @@ def _fine_tune_run(lr, k, encoder, augs, train_x, ty, val, C, device, momentum, 
     sel = SelectOnValidation(val_score, "val_top1", val_every, score_initial=False) if val else None
     # min_batch=2: batch norm needs two items
     h = fit_rows(model, opt, len(ty), epochs, batch_size, torch.Generator().manual_seed(seed),
-                 batch_loss, [sel] if sel else [], sched, 2, "ce", flops, ledger)
+                 RowLoss(batch_loss, "ce", flops, ledger), [sel] if sel else [], sched, 2)
     if sel is not None:
         sel.restore(model)
     keys = ("epoch", "loss", "updates", "flops", "val_top1", "seconds")
@@ -155,45 +181,46 @@ def _fine_tune_run(lr, k, encoder, augs, train_x, ty, val, C, device, momentum, 
     }
 
 
+# %% ../nbs/08_protocol.ipynb #82a501bd
 def fine_tune(
     encoder: nn.Module,  # pre-trained encoder: copied, never modified
-    train_x: torch.Tensor,  # (n, C, H, W) labeled training images
-    train_y,  # (n,) their labels
+    train: tuple,  # `(train_x, train_y)`: (n, C, H, W) labeled training images, (n,) labels
     # `(test_x, test_y)`: scored once, with the selected weights (None: not scored)
     test: tuple | None = None,
     # `(val_x, val_y)`: validation images and labels; the epoch (and lr) with the best top-1 is kept
     val: tuple | None = None,
-    n_classes: int | None = None,  # classes of the head (default: from the labels)
     epochs: int = 90,  # training epochs
     batch_size: int = 256,  # images per update
-    lr=0.05,  # initial learning rate (cosine to 0); a list: each tried, best on validation
-    momentum: float = 0.9,  # Nesterov
-    # device batch → augmented batch (App. A: crop/flip), None: none; a list: each tried
-    augment=None,
+    # learning rates and augmentations tried, momentum, validation cadence, classes of the head
+    # (None: `FineTuneOptions()`)
+    options: FineTuneOptions | None = None,
     seed: int = 0,  # seeds the head, the shuffles and the augmentation
-    device=None,  # where training runs; None: auto
-    val_every: int = 1,  # score validation every this many epochs (and after the last)
+    device=None,  # where training runs; None: the encoder's device
     ledger=None,  # a `compute.FlopLedger` charged with every update (App. C)
 ) -> dict:  # test top1/top5, val_top1, best_epoch, lr, …
-    """Fine-tune a copy of `encoder` + a zero-initialised linear head on `(train_x, train_y)`
-    (SuNCEt App. A, arXiv:2006.10803).
+    """Fine-tune a copy of `encoder` + a zero-initialised linear head on `train = (train_x,
+    train_y)` (SuNCEt App. A, arXiv:2006.10803).
 
-    `lr` and `augment` may be lists: every combination is fine-tuned and the best on validation
-    kept (ties: the first, learning rates varying fastest). Returns test `top1`/`top5` (when
-    `test` is given), `val_top1`, `best_epoch` (the epoch whose weights were kept: best
-    validation top-1, else the last), the chosen `lr` and `augment_index`, `updates` and `flops`
-    (forward + backward of every update of every combination tried, measured) and the per-epoch
-    `history` of the chosen run (loss, cumulative `updates` and `flops`, and `val_top1` where it
-    was scored). Test is scored once, after the selection."""
+    `options.lr` and `options.augment` may be lists: every combination is fine-tuned and the
+    best on validation kept (ties: the first, learning rates varying fastest). Returns test
+    `top1`/`top5` (when `test` is given), `val_top1`, `best_epoch` (the epoch whose weights were
+    kept: best validation top-1, else the last), the chosen `lr` and `augment_index`, `updates`
+    and `flops` (forward + backward of every update of every combination tried, measured) and
+    the per-epoch `history` of the chosen run (loss, cumulative `updates` and `flops`, and
+    `val_top1` where it was scored). Test is scored once, after the selection."""
     from contrastive_nb.compute import FlopLedger
 
-    (val_x, val_y), (test_x, test_y) = _pair("val", val), _pair("test", test)
+    if train is None:
+        raise ValueError("`train` must be the pair (train_x, train_y); got None")
+    (train_x, train_y), (val_x, val_y) = _pair("train", train), _pair("val", val)
+    test_x, test_y = _pair("test", test)
+    o = check_config("options", options, FineTuneOptions)
     lrs, augs, ty = _fine_tune_args(
-        train_x, train_y, val_x, val_y, test_x, test_y, lr, augment, epochs, batch_size, val_every
+        train_x, train_y, val_x, val_y, test_x, test_y, o, epochs, batch_size
     )
     device = device or next(encoder.parameters()).device
     C = (
-        n_classes
+        o.n_classes
         or int(max([ty.max().item()] + [int(np.max(v)) for v in (val_y, test_y) if v is not None]))
         + 1
     )
@@ -209,10 +236,10 @@ def fine_tune(
         (val_x, val_y) if has_val else None,
         C,
         device,
-        momentum,
+        o.momentum,
         epochs,
         batch_size,
-        val_every,
+        o.val_every,
         seed,
         ledger,
     )
@@ -230,6 +257,7 @@ def fine_tune(
         flops=ledger.total - flops0,
     )
     return out
+
 
 # %% ../nbs/08_protocol.ipynb #69f23137
 def select_probe(

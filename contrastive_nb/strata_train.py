@@ -6,18 +6,26 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .core import check_choice, check_int, check_range
+from .core import check_choice, check_config, check_int, check_range
 from .strata import GroupDROLoss, correct_noisy_labels, group_accuracy, predict
-from .train import Hook, OnEpoch, Projections, SelectOnValidation, fit_rows
+from contrastive_nb.train import (
+    Hook,
+    OnEpoch,
+    Optimization,
+    Projections,
+    SelectOnValidation,
+    fit_rows,
+)
 
 # %% auto #0
-__all__ = ['LabelCorrection', 'train_classifier']
+__all__ = ['LabelCorrection', 'ClassifierOptions', 'train_classifier']
 
 # %% ../nbs/10a_strata_train.ipynb #3b99a0c5
 class LabelCorrection(Hook):
@@ -54,22 +62,55 @@ class LabelCorrection(Hook):
             u = F.normalize(z1, dim=1) + F.normalize(z2, dim=1)
             p.labels = correct_noisy_labels(u, p.labels, self.rate)[0]
 
+# %% ../nbs/10a_strata_train.ipynb #198b514f
+@dataclass(frozen=True)
+class ClassifierOptions:
+    "What `train_classifier` optimises and how it selects: the objective, augmentation, records."
+
+    objective: str = "erm"  # `'erm'` or `'group_dro'`
+    eta: float = 0.01  # Group DRO step size (see `GroupDROLoss`)
+    # function on a batch of images `(B, C, H, W)`, applied on the device; None: no augmentation
+    augment: object = None
+    # record which training items are classified correctly after each epoch
+    track_correct: bool = False
+    select: str = "average"  # 'average' or 'worst_group' validation accuracy
+
+    def __post_init__(self):  # every field, when built
+        check_choice("objective", self.objective, ["erm", "group_dro"])
+        check_choice("select", self.select, ["average", "worst_group"])
+        check_range("eta", self.eta, 0)
+        if self.augment is not None and not callable(self.augment):
+            raise ValueError(
+                f"`augment` must be a function of a batch (or None); got {self.augment!r}"
+            )
+        if not isinstance(self.track_correct, bool):
+            raise ValueError(f"`track_correct` must be True or False; got {self.track_correct!r}")
+
+
 # %% ../nbs/10a_strata_train.ipynb #9ca9b43e
-def _classifier_inputs(x, y, groups, objective, epochs, batch_size, lr, val, select):
-    """Checked inputs of `train_classifier`: `(yt, gt, vx, vy, vg)`, the long labels, the dense
-    group ids (None for ERM), the validation images, labels and group ids (all zero when not
-    given)."""
-    check_choice("objective", objective, ["erm", "group_dro"])
-    check_choice("select", select, ["average", "worst_group"])
+def _classifier_inputs(x, y, groups, epochs, batch_size, optim, options, val):
+    """Checked inputs of `train_classifier`: `(optim, options, yt, gt, vx, vy, vg)`, the settings,
+    the long labels, the dense group ids (None for ERM), the validation images, labels and group
+    ids (all zero when not given)."""
     check_int("epochs", epochs, 1)
     check_int("batch_size", batch_size, 1)
-    check_range("lr", lr, 0, low_inclusive=False)
+    optim = check_config("optim", optim if optim is not None else _CLASSIFIER_SGD, Optimization)
+    unsupported = {k: getattr(optim, k) for k in ("optimizer", "warmup_epochs", "max_grad_norm")
+                   if getattr(optim, k) != getattr(_CLASSIFIER_SGD, k)}
+    if unsupported:  # silently ignored, they would train otherwise than asked
+        raise ValueError(
+            f"`optim`: train_classifier runs SGD without warm-up or clipping; got {unsupported}"
+        )
+    o = check_config("options", options, ClassifierOptions)
+    objective, select = o.objective, o.select
     if val is not None and not (isinstance(val, (tuple, list)) and len(val) in (2, 3)
                                 and val[0] is not None and val[1] is not None):
         raise ValueError("`val` must be (images, labels) or (images, labels, group ids), or None")
     vx, vy, vg = (tuple(val) + (None,))[:3] if val is not None else (None, None, None)
     if vx is not None and select == "worst_group" and vg is None:
-        raise ValueError("`select='worst_group'` needs the validation group ids: `val=(x, y, groups)`")
+        raise ValueError(
+            "`select='worst_group'` needs the validation group ids: `val=(x, y, groups)`"
+        )
     yt = torch.as_tensor(np.asarray(y.cpu() if isinstance(y, torch.Tensor) else y)).long()
     if len(yt) != len(x):
         raise ValueError(f"`y` must have one label per item of `x` ({len(x)}); got {len(yt)}")
@@ -88,47 +129,51 @@ def _classifier_inputs(x, y, groups, objective, epochs, batch_size, lr, val, sel
     vg = np.asarray(vg) if vg is not None else None
     if vg is None and vy is not None:
         vg = np.zeros(len(vy), int)
-    return yt, gt, vx, vy, vg
+    return optim, o, yt, gt, vx, vy, vg
+
+
+# %% ../nbs/10a_strata_train.ipynb #a226c12c
+# `train_classifier`'s optimiser when none is given: SGD, momentum 0.9, weight decay 5e-4
+_CLASSIFIER_SGD = Optimization(lr=0.05, weight_decay=5e-4)
 
 
 def train_classifier(
-    model: nn.Module,  # network mapping images `(B, C, H, W)` to logits `(B, classes)`, on its device
+    model: nn.Module,  # images `(B, C, H, W)` → logits `(B, classes)`, on its device
     x: torch.Tensor,  # (n, C, H, W) training images
     y,  # (n,) integer labels (array or tensor)
-    groups=None,  # (n,) group ids; needed for `objective='group_dro'`
-    objective: str = "erm",  # `'erm'` or `'group_dro'`
+    groups=None,  # (n,) group ids; needed for `options.objective='group_dro'`
     epochs: int = 30,  # passes over the training set
     batch_size: int = 128,  # items per SGD step
-    lr: float = 0.05,  # peak learning rate of the cosine schedule
-    weight_decay: float = 5e-4,  # SGD weight decay
-    eta: float = 0.01,  # Group DRO step size (see `GroupDROLoss`)
-    # function on a batch of images `(B, C, H, W)`, applied on the device; None: no augmentation
-    augment=None,
+    # SGD's lr (cosine to 0), momentum and weight decay (on every parameter); 'sgd', no warm-up,
+    # no clipping (None: `Optimization(lr=0.05, weight_decay=5e-4)`, momentum 0.9)
+    optim: Optimization | None = None,
+    # objective, Group DRO step, augmentation, forgetting record, selection rule
+    # (None: `ClassifierOptions()`)
+    options: ClassifierOptions | None = None,
     seed: int = 0,  # seed of the initialisation order and the batch order
-    # record which training items are classified correctly after each epoch
-    track_correct: bool = False,
     # `(images, labels)` or `(images, labels, group ids)` of validation: the best `select` epoch
     # is kept (group ids are needed for select='worst_group')
     val: tuple | None = None,
-    select: str = "average",  # 'average' or 'worst_group' validation accuracy
 ):
     """Train `model` (images → logits) on `(x, y)` with SGD + cosine schedule; returns `(model,
     info)`.
 
-    `objective="group_dro"` needs `groups` (one id per item). With `val` the model is scored on
-    validation after every epoch and the state (batch-norm statistics included) of the best
-    `select` score is restored: `info` gets `best_epoch`, `val` (both accuracies at that epoch)
-    and the per-epoch `history`. `info["correct"]` is `(epochs, n)` bool — which training items
-    the model classified correctly after each epoch — when `track_correct` is set. Training runs
-    on the engine's loop (`train.fit_rows`), where the model's parameters are."""
-    yt, gt, vx, vy, vg = _classifier_inputs(x, y, groups, objective, epochs, batch_size, lr, val,
-                                            select)
-    dev = next(model.parameters()).device
+    `options.objective="group_dro"` needs `groups` (one id per item). With `val` the model is
+    scored on validation after every epoch and the state (batch-norm statistics included) of the
+    best `options.select` score is restored: `info` gets `best_epoch`, `val` (both accuracies at
+    that epoch) and the per-epoch `history`. `info["correct"]` is `(epochs, n)` bool — which
+    training items the model classified correctly after each epoch — when
+    `options.track_correct` is set. Training runs on the engine's loop (`train.fit_rows`), where
+    the model's parameters are."""
+    optim, o, yt, gt, vx, vy, vg = _classifier_inputs(x, y, groups, epochs, batch_size, optim,
+                                                      options, val)
+    dev, augment = next(model.parameters()).device, o.augment
     torch.manual_seed(seed)
-    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=weight_decay)
+    opt = torch.optim.SGD(model.parameters(), lr=optim.lr, momentum=optim.momentum,
+                          weight_decay=optim.weight_decay)
     steps = epochs * max(1, math.ceil(len(yt) / batch_size))
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
-    dro = GroupDROLoss(int(gt.max()) + 1, eta).to(dev) if gt is not None else None
+    dro = GroupDROLoss(int(gt.max()) + 1, o.eta).to(dev) if gt is not None else None
 
     def batch_loss(idx):
         xb = x[idx].to(dev)
@@ -139,11 +184,11 @@ def train_classifier(
     correct = []
     on_val = vx is not None
     # the whole state is kept (batch-norm statistics too); the untrained model is no candidate
-    sel = SelectOnValidation(lambda m: group_accuracy(predict(m, vx, device=dev), vy, vg), select,
+    sel = SelectOnValidation(lambda m: group_accuracy(predict(m, vx, device=dev), vy, vg), o.select,
                              score_initial=False) if on_val else None
     hooks = ([sel] if on_val else []) + (
         [OnEpoch(lambda rec: correct.append(predict(model, x, device=dev) == yt.numpy()))]
-        if track_correct else []
+        if o.track_correct else []
     )
     h = fit_rows(model, opt, len(yt), epochs, batch_size, torch.Generator().manual_seed(seed),
                  batch_loss, hooks, sched, min_batch=2)  # batch norm needs two items
@@ -152,7 +197,7 @@ def train_classifier(
         sel.restore(model)
         val_acc = {k: sel.best_record[k] for k in ("average", "worst_group")}
         info.update(best_epoch=sel.best_epoch, val=val_acc, history=h)
-    if track_correct:
+    if o.track_correct:
         info["correct"] = np.stack(correct)
     return model, info
 

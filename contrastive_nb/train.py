@@ -94,7 +94,7 @@ from contrastive_nb.loaders import (
 
 # %% auto #0
 __all__ = ['EVENTS', 'Trainer', 'train_loop', 'LabeledData', 'Optimization', 'Checkpointing', 'RuntimeOptions', 'fit',
-           'SelectOnValidation', 'fit_rows']
+           'SelectOnValidation', 'RowLoss', 'fit_rows']
 
 # %% ../nbs/05_train.ipynb #4de43c9c
 # The closed set of events (`Trainer.fire` refuses any other name); `train_loop`'s docstring shows
@@ -722,6 +722,31 @@ class SelectOnValidation(Evaluation):
         model.load_state_dict(self.state)
         return model
 
+# %% ../nbs/05_train.ipynb #3eb07180
+@dataclass(frozen=True)
+class RowLoss:
+    "`fit_rows`' loss with its name, and how its FLOPs are measured and which ledger they charge."
+
+    fn: Callable  # idx (int64 array) → scalar loss of those rows
+    name: str = "loss"  # the loss's name in the records (`loss/<name>`) and the FLOP ledger
+    # (model, idx) → the loss of those rows on `model`, without side effects (no RNG draws):
+    # measured for the FLOP ledger (`FlopCounter`); None: FLOPs are not counted
+    flops: Callable | None = None
+    ledger: FlopLedger | None = None  # the ledger charged (None: a new one)
+
+    def __post_init__(self):  # when built: a ledger without `flops` would stay silently empty
+        for k in ("fn", "flops"):
+            f = getattr(self, k)
+            if not (callable(f) or k == "flops" and f is None):
+                raise ValueError(f"`{k}` must be a function of the rows' indices; got {f!r}")
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"`name` must be a non-empty string; got {self.name!r}")
+        if self.ledger is not None and self.flops is None:
+            raise ValueError(
+                "`ledger` is charged only with `flops` (how to measure a batch's FLOPs)"
+            )
+
+
 # %% ../nbs/05_train.ipynb #d65eb640
 @dataclass
 class _RowTerm:
@@ -762,19 +787,16 @@ def fit_rows(
     epochs: int,  # passes over the n rows
     batch_size: int,  # rows per update
     rng,  # np.random.Generator or torch.Generator: the shuffles
-    batch_loss: Callable,  # idx (int64 array) → scalar loss of those rows
+    # idx (int64 array) → scalar loss of those rows, or a `RowLoss` (its name, FLOPs, ledger)
+    batch_loss: Callable | RowLoss,
     # `Hook`s after the engine's finite checks (e.g. `SelectOnValidation`, `OnEpoch`)
     hooks: list | None = None,
     scheduler=None,  # stepped after every optimiser step (None: constant learning rates)
     min_batch: int = 1,  # skip batches with fewer rows (batch norm needs 2)
-    name: str = "loss",  # the loss's name in the records and the FLOP ledger
-    # (model, idx) → the loss of those rows on `model`, without side effects (no RNG draws):
-    # measured for the FLOP ledger (`FlopCounter`); None: FLOPs are not counted
-    flops: Callable | None = None,
-    ledger: FlopLedger | None = None,  # the ledger charged (None: a new one)
 ) -> list:  # history: one record per epoch (`loss`, `updates`, `lr`, `seconds`, the hooks' keys)
     """Train `model` on rows held in memory, on the engine's loop: one optimiser step on
     `batch_loss(idx)` per shuffled batch, the engine's hooks (finite checks, FLOPs) and yours."""
+    loss = batch_loss if isinstance(batch_loss, RowLoss) else RowLoss(batch_loss)
     for k, v, lo in (("n", n, 1), ("epochs", epochs, 1), ("batch_size", batch_size, 1),
                      ("min_batch", min_batch, 1)):
         check_int(k, v, lo)
@@ -784,18 +806,18 @@ def fit_rows(
         )
     if batch_size < min_batch:
         raise ValueError(f"`batch_size` ({batch_size}) must be at least `min_batch` ({min_batch})")
-    if ledger is not None and flops is None:
-        raise ValueError("`ledger` is charged only with `flops` (how to measure a batch's FLOPs)")
     loaders = RowBatches(n, batch_size, rng, min_batch)
     if loaders.steps_per_epoch == 0:
         raise ValueError(f"`n` = {n} rows give no batch of at least `min_batch` = {min_batch}")
     dev = next(model.parameters()).device
+    name, flops = loss.name, loss.flops
     terms = [_RowTerm(name)]
     state = TrainState(model, optimizer, scheduler or _ConstantLR(optimizer),
                        torch.amp.GradScaler("cuda", enabled=False),
                        {"rows": n, "epochs": epochs, "batch_size": batch_size}, {},
-                       sums={name: 0.0}, ledger=ledger if ledger is not None else FlopLedger())
-    run = Trainer(state, model, lambda run, b, epoch: _row_loss(batch_loss, name, b), terms,
+                       sums={name: 0.0},
+                       ledger=loss.ledger if loss.ledger is not None else FlopLedger())
+    run = Trainer(state, model, lambda run, b, epoch: _row_loss(loss.fn, name, b), terms,
                   loaders, Checkpointer(None), _default_hooks(hooks, _ROWS_RUNTIME), dev, 1, epochs,
                   measure=None if flops is None else (lambda m, b: flops(m, b.ids.numpy())))
     return train_loop(run)

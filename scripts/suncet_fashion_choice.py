@@ -6,7 +6,12 @@ thread. The headroom is the SimCLR run's best validation probe minus the random 
 tutorial's arms share). Validation only: the test set is never read here. Measured options are
 cached in choice_rows.jsonl (a rerun only measures what is missing).
 
-    PYTHONPATH=. python nbs/results/suncet_fashion/choice.py      # writes choice.json beside it
+    PYTHONPATH=. python scripts/suncet_fashion_choice.py   # writes nbs/results/suncet_fashion/choice.json
+
+This script lived in nbs/results/suncet_fashion/ as choice.py (where choice.json's provenance names it)
+until results folders were kept to results; moved with its paths changed and its `fit` call written in
+`fit`'s config objects (`Optimization`, `Checkpointing`, `RuntimeOptions`: the same settings). Its
+published choice.json was not re-measured.
 """
 import json
 import platform
@@ -25,8 +30,18 @@ from contrastive_nb.core import seed_everything
 from contrastive_nb.data import as_tensor_dataset, fashion_mnist, labeled_fraction_split
 from contrastive_nb.evaluate import compute_embeddings
 from contrastive_nb.models import ContrastiveModel, ProjectionHead, SmallConvNet
-from contrastive_nb.protocol import SelectOnValidation, select_probe
-from contrastive_nb.train import LossTerm, fit
+from contrastive_nb.protocol import select_probe
+from contrastive_nb.train import (
+    Checkpointing,
+    LossTerm,
+    Optimization,
+    RuntimeOptions,
+    SelectOnValidation,
+    fit,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+HERE = ROOT / "nbs" / "results" / "suncet_fashion"  # where choice.json is published
 
 SIDES = [14, 28]  # image side in pixels (28: as published; 14: a 2x antialiased downsample)
 N_TRAIN = [2000, 5000, 10000]  # training-subset sizes (train + validation, drawn per class)
@@ -58,9 +73,10 @@ def measure(imgs, side: int, n: int) -> dict:
     sel = SelectOnValidation(val_probe, "val_top1")
     t0 = time.time()
     fit(m, train, terms=[LossTerm("nt_xent", temperature=0.5)],
-        views=BatchViews("digits", size=side), epochs=EPOCHS, batch_size=BATCH, lr=0.5,
-        warmup_epochs=2, seed=SEED, device="cpu", progress=False, hooks=[sel],
-        run_dir=Path(tempfile.mkdtemp()) / "run")
+        views=BatchViews("digits", size=side), epochs=EPOCHS, batch_size=BATCH,
+        optim=Optimization(lr=0.5, warmup_epochs=2), hooks=[sel],
+        checkpoints=Checkpointing(run_dir=Path(tempfile.mkdtemp()) / "run"),
+        runtime=RuntimeOptions(device="cpu", progress=False), seed=SEED)
     secs = time.time() - t0
     row = dict(side=side, n_train=n, n_fit=len(train), n_labeled=len(lab), n_val=len(val),
                raw_pixels_val=raw, random_init_val=sel.initial["val_top1"], simclr_val=sel.best,
@@ -103,7 +119,7 @@ def main(out: Path):
     measured = [r for r in rows if r["measured"]]
     best = max([r for r in measured if r["affordable"]] or measured, key=lambda r: r["headroom"])
     commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
-                            text=True, cwd=Path(__file__).parent).stdout.strip()
+                            text=True, cwd=ROOT).stdout.strip()
     machine = f"{platform.machine()}, {platform.processor() or ''}".strip(", ")
     result = {
         "what": "validation accuracy of a linear probe (10% labels) on Fashion-MNIST subsets: raw"
@@ -113,11 +129,11 @@ def main(out: Path):
         "chosen": {"side": best["side"], "n_train": best["n_train"], "headroom": best["headroom"]},
         "provenance": {"commit": commit, "date": time.strftime("%Y-%m-%d"),
                        "python": platform.python_version(), "torch": torch.__version__,
-                       "machine": machine, "script": "nbs/results/suncet_fashion/choice.py"},
+                       "machine": machine, "script": "scripts/suncet_fashion_choice.py"},
     }
     out.write_text(json.dumps(result, indent=1) + "\n")
     print("chosen:", best)
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parent / "choice.json")
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "choice.json")
