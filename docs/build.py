@@ -111,7 +111,7 @@ TITLES = {
     "compute": "FLOP ledger and compute", "loss_terms": "Loss terms and their registry",
     "optim": "Optimisers and the schedule", "hooks": "One update and its hooks", "loaders": "Loaders and input checks",
     "train": "The training engine", "evaluate": "Embedding table and metrics",
-    "protocol": "The experiment protocol", "strata": "Strata, group robustness, coresets",
+    "protocol": "The experiment protocol", "tuning": "Equal tuning budgets (Optuna)", "strata": "Strata, group robustness, coresets",
     "text_data": "Words and (text, tags) data", "text_corpora": "Text corpora and leak-free splits",
     "text": "Word vectors and language models", "cless": "CLESS", "csslm": "CSS-LM",
     "explore": "Exploring embeddings", "audit": "Bias audit", "runs": "Runs, sweeps and the command",
