@@ -25,7 +25,7 @@ from contrastive_nb.train import (
 )
 
 # %% auto #0
-__all__ = ['LabelCorrection', 'ClassifierOptions', 'train_classifier']
+__all__ = ['LabelCorrection', 'ClassifierOptions', 'ClassifierSGD', 'train_classifier']
 
 # %% ../nbs/10a_strata_train.ipynb #3b99a0c5
 class LabelCorrection(Hook):
@@ -87,6 +87,15 @@ class ClassifierOptions:
             raise ValueError(f"`track_correct` must be True or False; got {self.track_correct!r}")
 
 
+# %% ../nbs/10a_strata_train.ipynb #c1a5sgd0
+@dataclass(frozen=True)
+class ClassifierSGD(Optimization):
+    """fit's `Optimization` with `train_classifier`'s defaults: SGD, lr 0.05, momentum 0.9, weight
+    decay 5e-4 (change one and the others keep these)."""
+
+    lr: float = 0.05  # peak learning rate (cosine to 0)
+    weight_decay: float = 5e-4  # on every parameter of the classifier
+
 # %% ../nbs/10a_strata_train.ipynb #9ca9b43e
 def _classifier_inputs(x, y, groups, epochs, batch_size, optim, options, val):
     """Checked inputs of `train_classifier`: `(optim, options, yt, gt, vx, vy, vg)`, the settings,
@@ -94,12 +103,20 @@ def _classifier_inputs(x, y, groups, epochs, batch_size, optim, options, val):
     ids (all zero when not given)."""
     check_int("epochs", epochs, 1)
     check_int("batch_size", batch_size, 1)
-    optim = check_config("optim", optim if optim is not None else _CLASSIFIER_SGD, Optimization)
+    optim = check_config("optim", optim if optim is not None else ClassifierSGD(), Optimization)
     unsupported = {k: getattr(optim, k) for k in ("optimizer", "warmup_epochs", "max_grad_norm")
-                   if getattr(optim, k) != getattr(_CLASSIFIER_SGD, k)}
+                   if getattr(optim, k) != getattr(ClassifierSGD(), k)}
     if unsupported:  # silently ignored, they would train otherwise than asked
         raise ValueError(
             f"`optim`: train_classifier runs SGD without warm-up or clipping; got {unsupported}"
+        )
+    fits = Optimization()
+    if not isinstance(optim, ClassifierSGD) and (optim.lr == fits.lr
+                                                 or optim.weight_decay == fits.weight_decay):
+        raise ValueError(  # a field left at fit's default would train otherwise than the default
+            f"`optim`: a plain Optimization keeps fit's lr {fits.lr} and weight decay"
+            f" {fits.weight_decay} where not named, not train_classifier's 0.05 and 5e-4; give"
+            f" ClassifierSGD(...) (e.g. ClassifierSGD(lr=0.1)) or name both; got {optim}"
         )
     o = check_config("options", options, ClassifierOptions)
     objective, select = o.objective, o.select
@@ -133,10 +150,6 @@ def _classifier_inputs(x, y, groups, epochs, batch_size, optim, options, val):
 
 
 # %% ../nbs/10a_strata_train.ipynb #a226c12c
-# `train_classifier`'s optimiser when none is given: SGD, momentum 0.9, weight decay 5e-4
-_CLASSIFIER_SGD = Optimization(lr=0.05, weight_decay=5e-4)
-
-
 def train_classifier(
     model: nn.Module,  # images `(B, C, H, W)` → logits `(B, classes)`, on its device
     x: torch.Tensor,  # (n, C, H, W) training images
@@ -145,7 +158,7 @@ def train_classifier(
     epochs: int = 30,  # passes over the training set
     batch_size: int = 128,  # items per SGD step
     # SGD's lr (cosine to 0), momentum and weight decay (on every parameter); 'sgd', no warm-up,
-    # no clipping (None: `Optimization(lr=0.05, weight_decay=5e-4)`, momentum 0.9)
+    # no clipping (None: `ClassifierSGD()`: lr 0.05, weight decay 5e-4, momentum 0.9)
     optim: Optimization | None = None,
     # objective, Group DRO step, augmentation, forgetting record, selection rule
     # (None: `ClassifierOptions()`)
