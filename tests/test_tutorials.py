@@ -106,25 +106,6 @@ def _digit_folder(root, n=300, every=5):
     return root
 
 
-def test_suncet_digits_on_a_folder_of_pngs(tmp_path):
-    """Issue 44's acceptance: suncet_digits on a folder of PNGs (labeled/<class>/ + unlabeled/), at the small settings
-    it names; the run's tables hold the class names and the files."""
-    folder = _digit_folder(tmp_path / "my images")
-    run = run_notebook(TUT / "suncet_digits.ipynb", "folder", root=tmp_path / "runs", timeout=600,
-                       parameters=dict(dataset=f"folder:{folder}", epochs=2, suncet_off_epoch=1, finetune_updates=10,
-                                       supervised_updates=10, sweep_dir="none", explorer_layout="pca"))
-    split = load_split_manifest(run / "split.json", require=["labeled", "unlabeled", "val", "test"])
-    # the folder's labels, not a drawn fraction: labeled/ holds 60 images, split into labeled / val / test;
-    # unlabeled/ is the unlabeled part
-    assert len(split["unlabeled"]) == 240 and sum(len(split[k]) for k in ("labeled", "val", "test")) == 60
-    t = pd.read_parquet(run / "embeddings_simclr_suncet.parquet")
-    assert len(t) == len(split["test"]) and set(t["id"]) == set(split["test"].tolist())
-    assert (t["class_name"] == "d" + t["label"].astype(str)).all()
-    assert all(p.startswith(str(folder / "labeled" / c)) and Path(p).is_file() for p, c in zip(t["path"], t["class_name"]))
-    nb = json.loads((run / "suncet_digits.ipynb").read_text())
-    assert "application/vnd.plotly.v1+json" in json.dumps(nb["cells"][-1]["outputs"])  # the explorer, static
-
-
 def test_spread_strata_twin(tmp_path):
     """The twin runs on the digits as a user's folder of PNGs (classes n0..n9, 100 unlabeled images, which this study
     leaves out) with its coarse classes from a mapping file: the bundled sets' path is the executed notebook's."""
