@@ -38,7 +38,90 @@ from .strata import collapse_metrics
 # %% auto #0
 __all__ = ['Comparison', 'compare', 'comparison_widget']
 
-# %% ../nbs/30d_explore_compare.ipynb #52d23558
+# %% ../nbs/30d_explore_compare.ipynb #82c61a16
+def _match_ids(table_a, table_b) -> tuple:
+    """`(a, b, unmatched)`: the rows of two embedding tables whose `id` both have, in one order, and
+    how many rows of each had no match."""
+    for nm, t in (("table_a", table_a), ("table_b", table_b)):
+        check_embedding_table(t, nm)
+        if "id" not in t:
+            raise ValueError(f"`{nm}` must have an 'id' column: items are matched by id")
+    ids = np.intersect1d(table_a["id"].to_numpy(), table_b["id"].to_numpy())
+    if len(ids) < 5:
+        raise ValueError(
+            f"`table_a` and `table_b` share {len(ids)} ids; at least 5 are needed to compare"
+        )
+    a = table_a.set_index("id").loc[ids].reset_index()
+    b = table_b.set_index("id").loc[ids].reset_index()
+    return a, b, (len(table_a) - len(ids), len(table_b) - len(ids))
+
+# %% ../nbs/30d_explore_compare.ipynb #116a8904
+def _collapse_table(za, zb, labels, overlap, names) -> pd.DataFrame:
+    """Per class: the collapse metrics of both models (suffixed with their names) and the mean
+    k-NN overlap of its items."""
+    ca, cb = collapse_metrics(za, labels), collapse_metrics(zb, labels)
+    out = ca.merge(cb.drop(columns="n"), on="label", suffixes=(f" {names[0]}", f" {names[1]}"))
+    out["knn_overlap"] = (
+        pd.Series(overlap).groupby(labels.to_numpy()).mean().reindex(out["label"]).to_numpy()
+    )
+    return out
+
+# %% ../nbs/30d_explore_compare.ipynb #68c4a875
+def _panels_figure(states, width, height):
+    "Two states side by side as one plotly figure, one legend for both (no second colour bar)."
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(
+        1,
+        2,
+        subplot_titles=[html.escape(s.title) for s in states],
+        horizontal_spacing=0.03,
+    )
+    for i, s in enumerate(states):
+        for t in scatter_traces(s, legend=i == 0):
+            if t["meta"] == "points" and i == 1 and "colorbar" in t["marker"]:
+                t["marker"]["showscale"] = False
+            fig.add_trace(t, 1, i + 1)
+        lay = scatter_layout(s)
+        fig.update_xaxes(lay["xaxis"], row=1, col=i + 1)
+        fig.update_yaxes(lay["yaxis"], row=1, col=i + 1)
+    fig.update_layout(
+        width=width,
+        height=height,
+        margin=dict(l=10, r=10, t=70, b=10),
+        dragmode="lasso",
+        legend=dict(itemsizing="constant"),
+        plot_bgcolor="white",
+    )
+    return fig
+
+# %% ../nbs/30d_explore_compare.ipynb #2fd761e4
+def _panels_png(states, path, dpi) -> bytes:
+    """Two states side by side as a PNG, coloured as shown and by k-NN overlap (a row each);
+    atomically to `path` if given."""
+    from matplotlib.figure import Figure
+
+    views = [states[0].color] + (
+        ["knn_overlap"] if states[0].color != "knn_overlap" else []
+    )
+    fig = Figure(figsize=(11.5, 4.6 * len(views)))
+    axes = np.atleast_2d(fig.subplots(len(views), 2))
+    for r, col in enumerate(views):
+        for i, s in enumerate(states):
+            # a recoloured copy: the live panels stay as they are
+            view = copy.copy(s)
+            view._set_color(col)
+            m = draw_state(axes[r, i], view, legend=i == 1)
+            axes[r, i].set_title(f"{s.title}: by {col}", fontsize=10, loc="left")
+        if m is not None:
+            fig.colorbar(m, ax=list(axes[r]), label=col)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    if path is not None:
+        atomic_write_bytes(path, buf.getvalue())
+    return buf.getvalue()
+
+# %% ../nbs/30d_explore_compare.ipynb #27eda9c8
 class Comparison(_WidgetOrStatic):
     """Two embedding tables of the same items, side by side: aligned layouts, k-NN overlap,
     per-class collapse metrics."""
@@ -56,18 +139,7 @@ class Comparison(_WidgetOrStatic):
         # the column both panels are coloured by; None: `label`, or 'knn_overlap' without one
         color: str | None = None,
     ):
-        for nm, t in (("table_a", table_a), ("table_b", table_b)):
-            check_embedding_table(t, nm)
-            if "id" not in t:
-                raise ValueError(f"`{nm}` must have an 'id' column: items are matched by id")
-        ids = np.intersect1d(table_a["id"].to_numpy(), table_b["id"].to_numpy())
-        if len(ids) < 5:
-            raise ValueError(
-                f"`table_a` and `table_b` share {len(ids)} ids; at least 5 are needed to compare"
-            )
-        self.unmatched = (len(table_a) - len(ids), len(table_b) - len(ids))
-        self.a = table_a.set_index("id").loc[ids].reset_index()
-        self.b = table_b.set_index("id").loc[ids].reset_index()
+        self.a, self.b, self.unmatched = _match_ids(table_a, table_b)
         self.names, self.k, self.label = tuple(names), k, label
         za, zb = table_embeddings(self.a), table_embeddings(self.b)
         self.xy_a = projection(za, method, seed=seed, cache_dir=cache_dir)
@@ -86,28 +158,13 @@ class Comparison(_WidgetOrStatic):
                 t, xy, color=color, z=z, k=min(k, len(t) - 1), cap=len(t), title=title
             )
 
+        title_b = f"{self.names[1]}, aligned to {self.names[0]} (disparity {self.disparity:.2f})"
         self.states = (
-            state(self.a, self.xy_a, za, self.names[0]),
-            state(
-                self.b,
-                self.xy_b,
-                zb,
-                f"{self.names[1]}, aligned to {self.names[0]} (disparity {self.disparity:.2f})",
-            ),
+            state(self.a, self.xy_a, za, self.names[0]), state(self.b, self.xy_b, zb, title_b)
         )
         self.collapse, self._widget = None, None
         if has_label:
-            ca, cb = collapse_metrics(za, self.a[label]), collapse_metrics(zb, self.a[label])
-            self.collapse = ca.merge(
-                cb.drop(columns="n"), on="label", suffixes=(f" {names[0]}", f" {names[1]}")
-            )
-            self.collapse["knn_overlap"] = (
-                pd.Series(self.overlap)
-                .groupby(self.a[label].to_numpy())
-                .mean()
-                .reindex(self.collapse["label"])
-                .to_numpy()
-            )
+            self.collapse = _collapse_table(za, zb, self.a[label], self.overlap, names)
 
     @property
     def selected(self) -> np.ndarray:
@@ -143,31 +200,7 @@ class Comparison(_WidgetOrStatic):
         height: int = 480,  # pixels
     ):
         "Both panels as one plain plotly figure (static counterpart), one legend for both."
-        from plotly.subplots import make_subplots
-
-        fig = make_subplots(
-            1,
-            2,
-            subplot_titles=[html.escape(s.title) for s in self.states],
-            horizontal_spacing=0.03,
-        )
-        for i, s in enumerate(self.states):
-            for t in scatter_traces(s, legend=i == 0):
-                if t["meta"] == "points" and i == 1 and "colorbar" in t["marker"]:
-                    t["marker"]["showscale"] = False
-                fig.add_trace(t, 1, i + 1)
-            lay = scatter_layout(s)
-            fig.update_xaxes(lay["xaxis"], row=1, col=i + 1)
-            fig.update_yaxes(lay["yaxis"], row=1, col=i + 1)
-        fig.update_layout(
-            width=width,
-            height=height,
-            margin=dict(l=10, r=10, t=70, b=10),
-            dragmode="lasso",
-            legend=dict(itemsizing="constant"),
-            plot_bgcolor="white",
-        )
-        return fig
+        return _panels_figure(self.states, width, height)
 
     def png(
         self,
@@ -176,27 +209,7 @@ class Comparison(_WidgetOrStatic):
     ) -> bytes:  # PNG bytes
         """Both panels as a PNG, coloured as shown and by k-NN overlap; atomically to `path` if
         given."""
-        from matplotlib.figure import Figure
-
-        views = [self.states[0].color] + (
-            ["knn_overlap"] if self.states[0].color != "knn_overlap" else []
-        )
-        fig = Figure(figsize=(11.5, 4.6 * len(views)))
-        axes = np.atleast_2d(fig.subplots(len(views), 2))
-        for r, col in enumerate(views):
-            for i, s in enumerate(self.states):
-                # a recoloured copy: the live panels stay as they are
-                view = copy.copy(s)
-                view._set_color(col)
-                m = draw_state(axes[r, i], view, legend=i == 1)
-                axes[r, i].set_title(f"{s.title}: by {col}", fontsize=10, loc="left")
-            if m is not None:
-                fig.colorbar(m, ax=list(axes[r]), label=col)
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
-        if path is not None:
-            atomic_write_bytes(path, buf.getvalue())
-        return buf.getvalue()
+        return _panels_png(self.states, path, dpi)
 
     @property
     def widget(self):

@@ -246,7 +246,7 @@ def _read_image(path, warned: set | None = None):
             warned.add(str(path))
         return Image.new("RGB", (8, 8), (160, 160, 160))
 
-# %% ../nbs/30a_explore_state.ipynb #77cd1aad
+# %% ../nbs/30a_explore_state.ipynb #c8f504f7
 def _check_rows(rows, n) -> np.ndarray:
     rows = np.unique(np.asarray([] if rows is None else rows, np.int64))
     if rows.size and (rows.min() < 0 or rows.max() >= n):
@@ -255,9 +255,10 @@ def _check_rows(rows, n) -> np.ndarray:
         )
     return rows
 
-
-class _StateQueries:
-    "What can be read from an `ExplorerState` (a mixin: the attributes are set by its constructor)."
+# %% ../nbs/30a_explore_state.ipynb #74379941
+class _StateTables:
+    """The rows and counts of an `ExplorerState` (a mixin: the attributes are set by its
+    constructor)."""
 
     def _row(self, row, name="row"):
         return None if row is None else check_int(name, int(row), 0, len(self.table) - 1)
@@ -307,6 +308,11 @@ class _StateQueries:
             df.index = [f"{c}={v}" for v in df.index]
             out.append(df)
         return pd.concat(out) if out else pd.DataFrame({"selected": [len(self.selected)]})
+
+# %% ../nbs/30a_explore_state.ipynb #36d2614f
+class _StateQueries(_StateTables):
+    """What else can be read from an `ExplorerState`: neighbours, images, what hovering shows,
+    the status line (a mixin, like `_StateTables`)."""
 
     @property
     def unit_z(self):
@@ -369,106 +375,53 @@ class _StateQueries:
             msg += f"; query {self.query!r} matches {int(self.match.sum()):,} (the rest greyed out)"
         return msg
 
-# %% ../nbs/30a_explore_state.ipynb #f2db6549
-class ExplorerState(_StateQueries):
-    """One embedding table, its 2-D layout and what is shown of it: colour, filter, selection,
-    focus; tells listeners."""
-
-    def __init__(
-        self,
-        table: pd.DataFrame,  # the embedding table (from `embedding_table`)
-        xy,  # (n, 2) its layout, e.g. from `projection`
-        color: str = "label",  # the column to colour by
-        # a text column shown on hover and searched by `filter`; None: none
-        text: str | None = None,
-        # a column name, a function of the row, or one image per row, shown for the hovered item;
-        # None: none
-        images=None,
-        k: int | None = None,  # neighbours ringed on a click; None: min(10, n − 1)
-        cap: int = 1_000_000,  # most points drawn (class-stratified subsample)
-        hover_columns=None,  # columns shown on hover; None: up to 8 that vary
-        seed: int = 0,  # draws the display subsample
-        z=None,  # (n, d) embeddings for neighbours; None: the table's
-        title: str | None = None,  # the plot's title; None: none
-        marker_size: int = 6,  # point size in pixels
-        # columns always coloured as categories; None: `label` (a class column is never a scale)
-        categorical=None,
-    ):
-        self.table = check_embedding_table(table)
-        n = len(self.table)
-        self.z = table_embeddings(self.table) if z is None else z
-        for name, col in (("text", text),) + (
-            (("images", images),) if isinstance(images, str) else ()
-        ):
-            if col is not None and (col not in self.table or col == "embedding"):
-                raise ValueError(
-                    f"`{name}` must be a column of the table {self.columns()}; got {col!r}"
-                )
-        if (
-            images is not None
-            and not callable(images)
-            and not isinstance(images, str)
-            and len(images) != n
-        ):
-            raise ValueError(
-                "`images` must be a column name, a function of the row, or one image per row"
-                f" ({n}); got {len(images)}"
-            )
-        self.xy = np.asarray(xy, np.float32)
-        if self.xy.shape != (n, 2) or not np.isfinite(self.xy).all():
-            raise ValueError(
-                f"`xy` must be a finite (n, 2) layout with n = {n}; got shape {self.xy.shape}"
-            )
-        self.k = min(10, n - 1) if k is None else check_int("k", k, 1, n - 1)
-        self.text, self.images, self.title, self.marker_size = text, images, title, marker_size
-        self.categorical = {"label"} if categorical is None else set(categorical)
-        self._unit_z, self._knn = None, (None, None)
-        self._unreadable = set()  # image files that could not be read (warned once)
-        self._total_counts, self._shown_columns = {}, (None, None)
-        skip = (text, "x", "y", images if isinstance(images, str) else None)
-        self.hover_columns = (
-            list(hover_columns)
-            if hover_columns is not None
-            else varying_columns(self.table, skip)[:8]
+# %% ../nbs/30a_explore_state.ipynb #c0eee785
+def _check_layout(table, text, images, xy) -> np.ndarray:
+    """The checked `(n, 2)` layout of a table (float32), after checking that `text` and an
+    `images` column name are columns and that `images` has one image per row."""
+    n, columns = len(table), [c for c in table.columns if c != "embedding"]
+    for name, col in (("text", text),) + ((("images", images),) if isinstance(images, str) else ()):
+        if col is not None and (col not in table or col == "embedding"):
+            raise ValueError(f"`{name}` must be a column of the table {columns}; got {col!r}")
+    per_row = images is not None and not callable(images) and not isinstance(images, str)
+    if per_row and len(images) != n:
+        raise ValueError(
+            "`images` must be a column name, a function of the row, or one image per row"
+            f" ({n}); got {len(images)}"
         )
-        strat = self.table["label"] if "label" in self.table else np.zeros(n, int)
+    xy = np.asarray(xy, np.float32)
+    if xy.shape != (n, 2) or not np.isfinite(xy).all():
+        raise ValueError(f"`xy` must be a finite (n, 2) layout with n = {n}; got shape {xy.shape}")
+    return xy
+
+# %% ../nbs/30a_explore_state.ipynb #21e50580
+def _query_mask(table, text, query: str) -> np.ndarray:
+    """The rows a stripped query matches: a pandas query, or, when it is not one and a text
+    column is set, the rows whose text holds all its words (case-free); all rows for ''."""
+    mask = np.ones(len(table), bool) if not query else None
+    if query:
         try:
-            check_one_value_per_row(strat)
-        # a multi-label column cannot stratify the display cap
-        except ValueError:
-            strat = np.zeros(n, int)
-        self.cap_rows, self.dropped = display_subsample(
-            np.asarray(strat).astype(str), cap, seed=seed
-        )
-        self.query, self.match = "", np.ones(n, bool)
-        self.selected = np.zeros(0, np.int64)
-        self.clicked = self.hovered = self.linked = None
-        self._listeners = []
-        self._before_color()
-        if color not in self.table or color == "embedding":
+            m = table.drop(columns="embedding").eval(query)
+            mask = np.asarray(m, bool) if getattr(m, "shape", ()) == (len(table),) else None
+        except Exception:  # not a pandas expression: searched as words below
+            mask = None
+    if mask is None:
+        if text is None:
+            columns = [c for c in table.columns if c != "embedding"]
             raise ValueError(
-                f"`color` must be a column of the table {self.columns()}; got {color!r}"
+                f"`query` is not a valid pandas query over {columns} and the explorer"
+                f" has no text column to search: {query!r}"
             )
-        self._set_color(color)
+        low = table[text].astype(str).str.lower()
+        mask = np.logical_and.reduce(
+            [low.str.contains(w, regex=False).to_numpy() for w in query.lower().split()]
+        )
+    return mask
 
-    def _before_color(self):
-        "Runs once the state is built, before `color` is checked: `Explorer` runs its panels here."
-
-    def columns(self) -> list[str]:  # column names
-        "The table's columns other than 'embedding'."
-        return [c for c in self.table.columns if c != "embedding"]
-
-    @property
-    def shown(self) -> np.ndarray:
-        "Rows drawn in colour: within the display cap and matching the filter."
-        return self.cap_rows[self.match[self.cap_rows]]
-
-    @property
-    def greyed(self) -> np.ndarray:
-        "Rows within the display cap that the filter greys out."
-        return self.cap_rows[~self.match[self.cap_rows]]
-
-    visible = shown
+# %% ../nbs/30a_explore_state.ipynb #de289c5a
+class _StateChanges:
+    """What changes an `ExplorerState` and tells its listeners (a mixin: the attributes are set
+    by its constructor)."""
 
     def subscribe(
         self,
@@ -520,25 +473,7 @@ class ExplorerState(_StateQueries):
         """Grey out the rows that do not match a pandas query or, if it is not one and a text
         column is set, its words."""
         query = (query or "").strip()
-        mask = np.ones(len(self.table), bool) if not query else None
-        if query:
-            try:
-                m = self.table.drop(columns="embedding").eval(query)
-                mask = (
-                    np.asarray(m, bool) if getattr(m, "shape", ()) == (len(self.table),) else None
-                )
-            except Exception:  # not a pandas expression: searched as words below
-                mask = None
-        if mask is None:
-            if self.text is None:
-                raise ValueError(
-                    f"`query` is not a valid pandas query over {self.columns()} and the explorer"
-                    f" has no text column to search: {query!r}"
-                )
-            low = self.table[self.text].astype(str).str.lower()
-            mask = np.logical_and.reduce(
-                [low.str.contains(w, regex=False).to_numpy() for w in query.lower().split()]
-            )
+        mask = _query_mask(self.table, self.text, query)
         if query != self.query or not np.array_equal(mask, self.match):
             self.query, self.match = query, mask
             self._changed("view")
@@ -580,3 +515,83 @@ class ExplorerState(_StateQueries):
     ):
         "Ring `row` because it is hovered in a linked view; None clears."
         return self._set_item("linked", "link", row)
+
+# %% ../nbs/30a_explore_state.ipynb #4d6f9a95
+class ExplorerState(_StateChanges, _StateQueries):
+    """One embedding table, its 2-D layout and what is shown of it: colour, filter, selection,
+    focus; tells listeners."""
+
+    def __init__(
+        self,
+        table: pd.DataFrame,  # the embedding table (from `embedding_table`)
+        xy,  # (n, 2) its layout, e.g. from `projection`
+        color: str = "label",  # the column to colour by
+        # a text column shown on hover and searched by `filter`; None: none
+        text: str | None = None,
+        # a column name, a function of the row, or one image per row, shown for the hovered item;
+        # None: none
+        images=None,
+        k: int | None = None,  # neighbours ringed on a click; None: min(10, n − 1)
+        cap: int = 1_000_000,  # most points drawn (class-stratified subsample)
+        hover_columns=None,  # columns shown on hover; None: up to 8 that vary
+        seed: int = 0,  # draws the display subsample
+        z=None,  # (n, d) embeddings for neighbours; None: the table's
+        title: str | None = None,  # the plot's title; None: none
+        marker_size: int = 6,  # point size in pixels
+        # columns always coloured as categories; None: `label` (a class column is never a scale)
+        categorical=None,
+    ):
+        self.table = check_embedding_table(table)
+        n = len(self.table)
+        self.z = table_embeddings(self.table) if z is None else z
+        self.xy = _check_layout(self.table, text, images, xy)
+        self.k = min(10, n - 1) if k is None else check_int("k", k, 1, n - 1)
+        self.text, self.images, self.title, self.marker_size = text, images, title, marker_size
+        self.categorical = {"label"} if categorical is None else set(categorical)
+        self._unit_z, self._knn = None, (None, None)
+        self._unreadable = set()  # image files that could not be read (warned once)
+        self._total_counts, self._shown_columns = {}, (None, None)
+        skip = (text, "x", "y", images if isinstance(images, str) else None)
+        self.hover_columns = (
+            list(hover_columns)
+            if hover_columns is not None
+            else varying_columns(self.table, skip)[:8]
+        )
+        strat = self.table["label"] if "label" in self.table else np.zeros(n, int)
+        try:
+            check_one_value_per_row(strat)
+        # a multi-label column cannot stratify the display cap
+        except ValueError:
+            strat = np.zeros(n, int)
+        self.cap_rows, self.dropped = display_subsample(
+            np.asarray(strat).astype(str), cap, seed=seed
+        )
+        self.query, self.match = "", np.ones(n, bool)
+        self.selected = np.zeros(0, np.int64)
+        self.clicked = self.hovered = self.linked = None
+        self._listeners = []
+        self._before_color()
+        if color not in self.table or color == "embedding":
+            raise ValueError(
+                f"`color` must be a column of the table {self.columns()}; got {color!r}"
+            )
+        self._set_color(color)
+
+    def _before_color(self):
+        "Runs once the state is built, before `color` is checked: `Explorer` runs its panels here."
+
+    def columns(self) -> list[str]:  # column names
+        "The table's columns other than 'embedding'."
+        return [c for c in self.table.columns if c != "embedding"]
+
+    @property
+    def shown(self) -> np.ndarray:
+        "Rows drawn in colour: within the display cap and matching the filter."
+        return self.cap_rows[self.match[self.cap_rows]]
+
+    @property
+    def greyed(self) -> np.ndarray:
+        "Rows within the display cap that the filter greys out."
+        return self.cap_rows[~self.match[self.cap_rows]]
+
+    visible = shown

@@ -23,7 +23,7 @@ from .explore_state import FILTERED_COLOR, OTHER_COLOR, _natural_key, hover_text
 # %% auto #0
 __all__ = ['scatter_traces', 'scatter_layout', 'state_figure', 'draw_state', 'state_png', 'StaticFigure', 'has_frontend']
 
-# %% ../nbs/30b_explore_static.ipynb #3281cd23
+# %% ../nbs/30b_explore_static.ipynb #d3a50227
 def _ring(state, rows, color, width, scale, meta):
     rows = np.asarray([r for r in rows if r is not None], np.int64)
     return dict(
@@ -43,15 +43,6 @@ def _ring(state, rows, color, width, scale, meta):
     )
 
 
-def _hover_labels(state) -> np.ndarray:
-    "The hover label of every row of a state (built on first use, then kept)."
-    if getattr(state, "_hover_text", None) is None:
-        state._hover_text = hover_text(
-            state.table, np.arange(len(state.table)), state.hover_columns, state.text
-        )
-    return state._hover_text
-
-
 def _ring_rows(state) -> dict:
     "Rows ringed by the overlays: the clicked item and its neighbours, and the linked item."
     nb = (
@@ -60,6 +51,15 @@ def _ring_rows(state) -> dict:
         else [state.clicked] + state.neighbours(state.clicked)["row"].tolist()
     )
     return {"neighbours": nb, "linked": [] if state.linked is None else [state.linked]}
+
+# %% ../nbs/30b_explore_static.ipynb #8a8bae86
+def _hover_labels(state) -> np.ndarray:
+    "The hover label of every row of a state (built on first use, then kept)."
+    if getattr(state, "_hover_text", None) is None:
+        state._hover_text = hover_text(
+            state.table, np.arange(len(state.table)), state.hover_columns, state.text
+        )
+    return state._hover_text
 
 
 def _points(state, texts, r, name, marker, **kw) -> dict:
@@ -80,30 +80,11 @@ def _points(state, texts, r, name, marker, **kw) -> dict:
         **kw,
     )
 
-
-def scatter_traces(
-    state,  # an `ExplorerState`
-    legend: bool = True,  # show the categories in the legend
-    with_text: bool = True,  # attach hover labels
-) -> list[dict]:  # plotly trace dicts, bottom first
-    """The plotly traces (dicts) of a state: greyed-out points, coloured points, then the neighbour
-    and linked rings."""
-    rows = state.shown
-    texts = _hover_labels(state) if with_text else None
-    g = state.greyed
-    out = [
-        dict(
-            type="scattergl",
-            x=state.xy[g, 0],
-            y=state.xy[g, 1],
-            mode="markers",
-            meta="background",
-            name="filtered out",
-            hoverinfo="skip",
-            showlegend=False,
-            marker=dict(size=state.marker_size, color=FILTERED_COLOR),
-        )
-    ]
+# %% ../nbs/30b_explore_static.ipynb #907a12f2
+def _point_traces(state, rows, texts, legend: bool) -> list[dict]:
+    """The coloured points of `rows`: one trace on a colour scale, or one per category from the
+    most to the least frequent, the 'other' category first."""
+    out = []
 
     def points(r, name, marker, **kw):
         return _points(state, texts, r, name, marker, **kw)
@@ -149,6 +130,33 @@ def scatter_traces(
                     showlegend=legend,
                 )
             )
+    return out
+
+# %% ../nbs/30b_explore_static.ipynb #ad90fc36
+def scatter_traces(
+    state,  # an `ExplorerState`
+    legend: bool = True,  # show the categories in the legend
+    with_text: bool = True,  # attach hover labels
+) -> list[dict]:  # plotly trace dicts, bottom first
+    """The plotly traces (dicts) of a state: greyed-out points, coloured points, then the neighbour
+    and linked rings."""
+    rows = state.shown
+    texts = _hover_labels(state) if with_text else None
+    g = state.greyed
+    out = [
+        dict(
+            type="scattergl",
+            x=state.xy[g, 0],
+            y=state.xy[g, 1],
+            mode="markers",
+            meta="background",
+            name="filtered out",
+            hoverinfo="skip",
+            showlegend=False,
+            marker=dict(size=state.marker_size, color=FILTERED_COLOR),
+        )
+    ]
+    out += _point_traces(state, rows, texts, legend)
     rings = _ring_rows(state)
     out.append(_ring(state, rings["neighbours"], "black", 2, 2.2, "neighbours"))
     out.append(_ring(state, rings["linked"], "#d62728", 3, 2.8, "linked"))

@@ -313,7 +313,36 @@ class StateScatter:
         except Exception as e:
             self.on_error("hover", e)
 
-# %% ../nbs/30c_explore_view.ipynb #c44e5d6d
+# %% ../nbs/30c_explore_view.ipynb #cf91f4a1
+def _explorer_layout(table, xy, method, seed, cache_dir) -> tuple:
+    """`(z, xy)` of a checked embedding table: its embeddings and its layout — `xy` as given, else
+    the table's `x`/`y` columns, else a (cached) `projection`."""
+    check_choice("method", method, PROJECTION_METHODS)
+    z = table_embeddings(table)
+    if xy is None and {"x", "y"} <= set(table.columns):
+        xy = table[["x", "y"]].to_numpy()
+    if xy is None:
+        if len(table) < MIN_ROWS[method]:
+            raise ValueError(
+                f"`table` has {len(table)} rows: too small for a {method} layout (at least "
+                f"{MIN_ROWS[method]}); pass `xy` (an (n, 2) layout) or method='pca'"
+            )
+        xy = projection(z, method, seed=seed, cache_dir=cache_dir)
+    return z, xy
+
+# %% ../nbs/30c_explore_view.ipynb #0a5a09b9
+def _run_panels(ex, panels) -> list[tuple[str, object]]:
+    "Each panel's `(title, content)` for an explorer; a panel that raises gives its error as HTML."
+    out = []
+    for p in panels:
+        try:
+            title, content = p(ex)
+        except Exception as e:
+            title, content = getattr(p, "__name__", "panel"), error_html("panel", e)
+        out.append((str(title), content))
+    return out
+
+# %% ../nbs/30c_explore_view.ipynb #868663e3
 class Explorer(ExplorerState, _WidgetOrStatic):
     """Interactive view of one embedding table: projection, colours, hover, selection, neighbours,
     filtering, panels."""
@@ -348,30 +377,10 @@ class Explorer(ExplorerState, _WidgetOrStatic):
                 " audit.audit_panel([...])"
             )
         self.panels, self._panel_results, self._widget = list(panels), None, None
-        check_choice("method", method, PROJECTION_METHODS)
-        z = table_embeddings(table)
-        if xy is None and {"x", "y"} <= set(table.columns):
-            xy = table[["x", "y"]].to_numpy()
-        if xy is None:
-            if len(table) < MIN_ROWS[method]:
-                raise ValueError(
-                    f"`table` has {len(table)} rows: too small for a {method} layout (at least "
-                    f"{MIN_ROWS[method]}); pass `xy` (an (n, 2) layout) or method='pca'"
-                )
-            xy = projection(z, method, seed=seed, cache_dir=cache_dir)
+        z, xy = _explorer_layout(table, xy, method, seed, cache_dir)
         super().__init__(
-            table,
-            xy,
-            color=color,
-            text=text,
-            images=images,
-            k=k,
-            cap=cap,
-            hover_columns=hover_columns,
-            seed=seed,
-            z=z,
-            title=title,
-            marker_size=marker_size,
+            table, xy, color=color, text=text, images=images, k=k, cap=cap,
+            hover_columns=hover_columns, seed=seed, z=z, title=title, marker_size=marker_size,
             categorical=categorical,
         )
 
@@ -382,13 +391,7 @@ class Explorer(ExplorerState, _WidgetOrStatic):
         """Each panel's `(title, content)`, computed on first use; a panel that raises gives
         `(title, its error as HTML)`."""
         if self._panel_results is None:
-            self._panel_results = []
-            for p in self.panels:
-                try:
-                    title, content = p(self)
-                except Exception as e:
-                    title, content = getattr(p, "__name__", "panel"), error_html("panel", e)
-                self._panel_results.append((str(title), content))
+            self._panel_results = _run_panels(self, self.panels)
         return self._panel_results
 
     def figure(
@@ -442,7 +445,7 @@ class Explorer(ExplorerState, _WidgetOrStatic):
             ]
         return out
 
-# %% ../nbs/30c_explore_view.ipynb #808434bd
+# %% ../nbs/30c_explore_view.ipynb #0fc970d8
 def _panel(html_text="", width="300px", cls=None, **layout):
     import ipywidgets as W
 
@@ -473,7 +476,7 @@ def legend_html(
         for name, c in items
     ) + (f"<div class='cnb-legend-note'><i>{html.escape(note)}</i></div>" if note else "")
 
-
+# %% ../nbs/30c_explore_view.ipynb #ddd7333c
 def drag_mode(
     *views: StateScatter,  # the `StateScatter`s the buttons control
 ):
@@ -512,7 +515,7 @@ def drag_mode(
         v.widget.observe(from_view, names=["mouse_mode", "lasso_type"])
     return buttons
 
-
+# %% ../nbs/30c_explore_view.ipynb #7f1c2419
 def _extra_panels(ex, panels, guarded) -> list:
     "The widgets of the extra panels: a title and the content; a panel of rows gets a select button."
     import ipywidgets as W
@@ -531,7 +534,7 @@ def _extra_panels(ex, panels, guarded) -> list:
             out.append(pick)
     return out
 
-
+# %% ../nbs/30c_explore_view.ipynb #c8800843
 def explorer_widget(
     ex,  # an `Explorer`
 ):

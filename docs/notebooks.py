@@ -14,7 +14,9 @@ How a notebook is executed:
   up to 1 MiB, except embedding tables and the run's own bookkeeping — are copied into `nbs/results/<name>/`
   with a `provenance.json`.
 
-Then the notebook is cleaned as `nbdev_clean` cleans it, and every executed code cell gets the cell metadata
+Its saved widget state is dropped unless an output shows a widget (its keys are random model ids: kept, it
+would change on every execution). Then the notebook is cleaned as `nbdev_clean` cleans it, and every executed
+code cell gets the cell metadata
 
     "executed": {"code": <hash of this cell's code and of every executed code cell above it>,
                  "outputs": <hash of its outputs>}
@@ -213,7 +215,20 @@ def execute_library_notebook(path: Path, flags: set[str], timeout: int = 1800):
 
     nb = nbformat.read(path, as_version=4)
     _Client(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    drop_unshown_widget_state(nb)
     return nb
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def drop_unshown_widget_state(nb) -> None:
+    """Drop the notebook's saved widget state when no output shows a widget: nothing reads it, and its
+    keys are random model ids, so it would otherwise change on every execution."""
+    shown = any(WIDGET_VIEW in o.get("data", {}) for c in nb.cells if c.cell_type == "code"
+                for o in c.get("outputs", []))
+    if not shown:
+        nb.metadata.pop("widgets", None)
 
 
 def execute_tutorial(path: Path, root: Path, timeout: int = 7200):

@@ -174,3 +174,17 @@ def test_results_keep_only_table_inputs(tmp_path):
     prov = json.loads((dest / "provenance.json").read_text())
     assert prov["parameters"] == {"seed": 1} and prov["left_out_over_1MiB"] == ["big.csv"]
     assert not [p for p in dest.parent.iterdir() if p.name.startswith(".")]   # no temporary folders left
+
+
+def test_widget_state_kept_only_when_shown():
+    "Saved widget state (random model ids) is dropped unless an output shows a widget: re-execution stays quiet."
+    state = {"application/vnd.jupyter.widget-state+json": {"state": {"0a1b": {}}, "version_major": 2}}
+    plain = new_notebook(cells=[new_code_cell("1", outputs=[nbformat.v4.new_output(
+        "execute_result", data={"text/plain": "1"}, execution_count=1)])], metadata={"widgets": state})
+    nbtool.drop_unshown_widget_state(plain)
+    assert "widgets" not in plain.metadata  # kept, it would be rewritten by every execution
+    view = {nbtool.WIDGET_VIEW: {"model_id": "0a1b", "version_major": 2}, "text/plain": "w"}
+    shown = new_notebook(cells=[new_code_cell("w", outputs=[nbformat.v4.new_output(
+        "display_data", data=view)])], metadata={"widgets": state})
+    nbtool.drop_unshown_widget_state(shown)
+    assert shown.metadata["widgets"] == state  # dropped, the displayed widget would render empty
