@@ -55,7 +55,42 @@ from contrastive_nb.text_corpora import (
 
 # %% auto #0
 __all__ = ['train_word_vectors', 'bundled_plm_path', 'load_plm', 'plm_blocks', 'freeze_bottom', 'plm_features', 'feature_rows',
-           'plm_hidden', 'plm_embeddings', 'fit_on_dev']
+           'plm_hidden', 'plm_embeddings', 'fit_on_dev', 'PAD', 'UNK', 'tokenize', 'Vocab', 'pad_ids', 'tag_words',
+           'TextTags', 'encode_texts', 'encode_labels', 'label_matrix', 'read_text_tags_csv', 'jsonl_records',
+           'read_text_tags_jsonl', 'strip_html', 'load_cross_validated', 'TEXT_DATASETS', 'DEFAULT_PACKAGES',
+           'GENERIC_PATH_WORDS', 'package_data_file', 'read_orange_tab', 'drop_duplicates', 'load_text_dataset',
+           'path_tags', 'docstring_corpus', 'near_duplicates', 'corpus_split']
+
+# %% ../nbs/20_text.ipynb #a11text0
+# `from contrastive_nb.text import *` gives the rooms' public names too, as before the split
+_all_ = [
+    'PAD',
+    'UNK',
+    'tokenize',
+    'Vocab',
+    'pad_ids',
+    'tag_words',
+    'TextTags',
+    'encode_texts',
+    'encode_labels',
+    'label_matrix',
+    'read_text_tags_csv',
+    'jsonl_records',
+    'read_text_tags_jsonl',
+    'strip_html',
+    'load_cross_validated',
+    'TEXT_DATASETS',
+    'DEFAULT_PACKAGES',
+    'GENERIC_PATH_WORDS',
+    'package_data_file',
+    'read_orange_tab',
+    'drop_duplicates',
+    'load_text_dataset',
+    'path_tags',
+    'docstring_corpus',
+    'near_duplicates',
+    'corpus_split',
+]
 
 # %% ../nbs/20_text.ipynb #1b19d964
 def train_word_vectors(

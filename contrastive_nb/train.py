@@ -94,7 +94,45 @@ from contrastive_nb.loaders import (
 
 # %% auto #0
 __all__ = ['EVENTS', 'Trainer', 'train_loop', 'LabeledData', 'Optimization', 'Checkpointing', 'RuntimeOptions', 'fit',
-           'SelectOnValidation', 'RowLoss', 'fit_rows']
+           'SelectOnValidation', 'RowLoss', 'fit_rows', 'LOSS_TERMS', 'Projections', 'register_loss_term', 'LossTerm',
+           'NTXentTerm', 'SuNCEtTerm', 'SupConTerm', 'SpreadTerm', 'CrossEntropyTerm', 'LARS', 'make_optimizer',
+           'warmup_cosine', 'init_distributed', 'views_loss', 'Batch', 'Update', 'Hook', 'FiniteChecks', 'FlopCounter',
+           'Progress', 'Evaluation', 'evaluate_on_rank0', 'OnStep', 'OnEpoch', 'StopTraining', 'StopOnSignal',
+           'DeviceBatches', 'TwoLoaders', 'RowBatches']
+
+# %% ../nbs/05_train.ipynb #a11train0
+# `from contrastive_nb.train import *` gives the engine rooms' public names too, as before the split
+_all_ = [
+    'LOSS_TERMS',
+    'Projections',
+    'register_loss_term',
+    'LossTerm',
+    'NTXentTerm',
+    'SuNCEtTerm',
+    'SupConTerm',
+    'SpreadTerm',
+    'CrossEntropyTerm',
+    'LARS',
+    'make_optimizer',
+    'warmup_cosine',
+    'init_distributed',
+    'views_loss',
+    'Batch',
+    'Update',
+    'Hook',
+    'FiniteChecks',
+    'FlopCounter',
+    'Progress',
+    'Evaluation',
+    'evaluate_on_rank0',
+    'OnStep',
+    'OnEpoch',
+    'StopTraining',
+    'StopOnSignal',
+    'DeviceBatches',
+    'TwoLoaders',
+    'RowBatches',
+]
 
 # %% ../nbs/05_train.ipynb #4de43c9c
 # The closed set of events (`Trainer.fire` refuses any other name); `train_loop`'s docstring shows

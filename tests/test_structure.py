@@ -141,12 +141,22 @@ def test_a_split_module_reexports_the_public_names_of_its_rooms(hub):
     """`from contrastive_nb.train import LossTerm, Hook, ...`, `from contrastive_nb.text import TextTags, ...` and
     `from contrastive_nb.data import load_digits, ...` work as they did before these modules were split into rooms
     (the published tutorials import so): every public name (`__all__`) of each room is imported by the module it
-    was split out of, which is numbered after its rooms (so no import runs back up)."""
+    was split out of, which is numbered after its rooms (so no import runs back up), and is in its `__all__`."""
     order = _modules()
     early = [room for room in ROOMS[hub] if not order[room] < order[hub]]
     assert not early, f"{early} must be numbered before {hub} ({order[hub]})"
     missing = _missing_reexports(hub, ROOMS[hub])
     assert not missing, f"add these to {hub}'s import cell (re-exported from {hub}): {missing}"
+    star = _public(hub)  # `from contrastive_nb.<hub> import *` gives what it gave before the split
+    lost = [f"{room}.{name}" for room in ROOMS[hub] for name in _public(room) if name not in star]
+    assert not lost, f"add these to {hub}'s `_all_` cell (a star import gives them): {lost}"
+
+
+def _public(module: str) -> list:
+    "The names of `module`'s `__all__`, read from its source."
+    body = ast.parse((LIB / f"{module}.py").read_text()).body
+    return next(ast.literal_eval(n.value) for n in body if isinstance(n, ast.Assign)
+                and any(getattr(t, "id", None) == "__all__" for t in n.targets))
 
 
 def test_the_reexport_check_catches_a_missing_name(tmp_path, monkeypatch):
