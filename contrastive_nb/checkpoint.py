@@ -104,7 +104,7 @@ def _all_finite(
     ts = list(tensors)
     return not ts or bool(_max_abs(ts).isfinite())
 
-
+# %% ../nbs/04b_checkpoint.ipynb #867dd4da
 @dataclass
 class TrainState:
     """The resumable state of a run; `state_dict()` is the checkpoint, `load_state_dict()` restores
@@ -398,7 +398,7 @@ def _value_text(v) -> str:
         s if len(s) <= 200 else f"{s[:80]}…(sha256 {hashlib.sha256(s.encode()).hexdigest()[:12]})"
     )
 
-
+# %% ../nbs/04b_checkpoint.ipynb #005392d1
 def describe_callable(
     f,  # a callable: module, object, partial or function
 ) -> str | None:  # its description, or None when it has none
@@ -433,7 +433,7 @@ def describe_callable(
     attrs = sorted(vars(f).items()) if hasattr(f, "__dict__") else []
     return f"{type(f).__qualname__}({', '.join(f'{k}={_value_text(v)}' for k, v in attrs)})"
 
-
+# %% ../nbs/04b_checkpoint.ipynb #84e2ee22
 def model_structure(
     model: nn.Module,  # the network
 ) -> dict:  # submodule name → its class and settings
@@ -448,7 +448,7 @@ def _dataset_transform(ds):
         ds = ds.dataset
     return getattr(ds, "transform", None)
 
-
+# %% ../nbs/04b_checkpoint.ipynb #ab2d9ca6
 def run_config(
     model: nn.Module,  # the network (enters by its module tree)
     terms: list,  # the `LossTerm`s of the run
@@ -487,14 +487,14 @@ def run_config(
         **hyper,
     }
 
-
+# %% ../nbs/04b_checkpoint.ipynb #a91d729c
 def config_sha256(
     config: dict,  # a JSON-able configuration
 ) -> str:  # 64 hex digits
     "SHA-256 of a configuration's canonical JSON."
     return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()
 
-
+# %% ../nbs/04b_checkpoint.ipynb #f6145a36
 def _config_changes(old, new, at: str = "") -> list:
     """Each setting that differs, as 'where: old -> new' (mappings compared key by key, so the
     change is named)."""
@@ -523,7 +523,7 @@ def _config_changes(old, new, at: str = "") -> list:
     short = lambda v: (s if len(s := json.dumps(v, default=str)) <= 60 else s[:57] + "...")
     return [f"{at}: {short(old)} -> {short(new)}"]
 
-
+# %% ../nbs/04b_checkpoint.ipynb #298b8abb
 CHECKPOINT_KEYS = (
     "format",
     "config",

@@ -295,7 +295,7 @@ def atomic_write_bytes(
         raise
     return path
 
-
+# %% ../nbs/00_core.ipynb #eef9deaf
 def atomic_write_text(
     path,  # target file
     text: str,  # the text, written as UTF-8
@@ -303,7 +303,7 @@ def atomic_write_text(
     "Write `text` (UTF-8) to `path` atomically."
     return atomic_write_bytes(path, text.encode("utf-8"))
 
-
+# %% ../nbs/00_core.ipynb #f0d42b05
 def _json_default(o):
     if isinstance(o, (np.integer,)):
         return int(o)
@@ -329,7 +329,7 @@ def atomic_write_json(
         path, json.dumps(obj, indent=indent, default=_json_default, sort_keys=False) + "\n"
     )
 
-
+# %% ../nbs/00_core.ipynb #5ee5c691
 def atomic_write_parquet(
     path,  # target `.parquet` file
     df,  # a pandas DataFrame
@@ -341,7 +341,7 @@ def atomic_write_parquet(
     df.to_parquet(buf, index=False)
     return atomic_write_bytes(path, buf.getvalue())
 
-
+# %% ../nbs/00_core.ipynb #799317d4
 def read_json(
     path,  # a JSON file
 ) -> Any:  # the parsed value
@@ -379,7 +379,7 @@ def read_json(
     except RecursionError:
         raise ValueError(f"{path} nests too deeply to be read as JSON") from None
 
-
+# %% ../nbs/00_core.ipynb #83b86f58
 def file_sha256(
     path,  # a file
 ) -> str:  # 64 hex digits

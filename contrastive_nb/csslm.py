@@ -112,10 +112,30 @@ def few_shot_split(
         "train_idx": train_idx,
     }
 
-# %% ../nbs/22_csslm.ipynb #0dab3bc8
+# %% ../nbs/22_csslm.ipynb #a1d5c0e7
 SPECIAL_TOKENS = ("[DOMAIN]", "[CLASS]")
 
 
+def _add_special_tokens(
+    tokenizer,  # a Hugging Face tokenizer, changed in place
+    encoder,  # its encoder, changed in place (input embeddings grown when too few)
+) -> list:  # the ids of [DOMAIN] and [CLASS]
+    """Add [DOMAIN] and [CLASS] to `tokenizer` and `encoder`, each embedding set to the mean of the
+    word pieces of "domain" and "class"; return their ids."""
+    tokenizer.add_special_tokens({"additional_special_tokens": list(SPECIAL_TOKENS)})
+    ids = tokenizer.convert_tokens_to_ids(list(SPECIAL_TOKENS))
+    emb = encoder.get_input_embeddings()
+    if emb.num_embeddings < len(tokenizer):
+        # set below
+        encoder.resize_token_embeddings(len(tokenizer), mean_resizing=False)
+        emb = encoder.get_input_embeddings()
+    with torch.no_grad():
+        for tid, word in zip(ids, ("domain", "class")):
+            pieces = tokenizer(word, add_special_tokens=False)["input_ids"]
+            emb.weight[tid] = emb.weight[pieces].mean(0)
+    return ids
+
+# %% ../nbs/22_csslm.ipynb #0dab3bc8
 class CSSLM(nn.Module):
     """A PLM with a linear task head. With `special_tokens` (CSS-LM, Eq. 5): [DOMAIN] and [CLASS]
     in front of every text and the head on x = [d; c]; without (the paper's Standard and SCF):
@@ -144,17 +164,7 @@ class CSSLM(nn.Module):
         self.tokenizer, self.encoder = copy.deepcopy(tok), copy.deepcopy(enc)
         self.special_tokens = bool(special_tokens)
         if self.special_tokens:
-            self.tokenizer.add_special_tokens({"additional_special_tokens": list(SPECIAL_TOKENS)})
-            self.special_ids = self.tokenizer.convert_tokens_to_ids(list(SPECIAL_TOKENS))
-            emb = self.encoder.get_input_embeddings()
-            if emb.num_embeddings < len(self.tokenizer):
-                # set below
-                self.encoder.resize_token_embeddings(len(self.tokenizer), mean_resizing=False)
-                emb = self.encoder.get_input_embeddings()
-            with torch.no_grad():
-                for tid, word in zip(self.special_ids, ("domain", "class")):
-                    pieces = self.tokenizer(word, add_special_tokens=False)["input_ids"]
-                    emb.weight[tid] = emb.weight[pieces].mean(0)
+            self.special_ids = _add_special_tokens(self.tokenizer, self.encoder)
         if getattr(self.encoder, "pooler", None) is not None:
             self.encoder.pooler.requires_grad_(False)
         self.n_frozen = freeze_bottom(self.encoder, train_layers)

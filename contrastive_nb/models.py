@@ -51,7 +51,7 @@ class SmallConvNet(nn.Module):
         "Features of a batch of images: three conv–BN–ReLU blocks, then global average pooling."
         return self.net(x)
 
-
+# %% ../nbs/04_models.ipynb #b78b5dba
 def resnet_cifar(
     depth: int = 18,  # 18 or 50
     in_channels: int = 3,  # image channels
@@ -68,7 +68,7 @@ def resnet_cifar(
     net.fc = nn.Identity()
     return net
 
-
+# %% ../nbs/04_models.ipynb #37599fe6
 def vit_small(
     image_size: int = 32,  # side of the (square) input images; a multiple of `patch_size`
     patch_size: int = 4,  # side of the patches (*Perfectly Balanced* §5.1: 4×4)
@@ -112,7 +112,7 @@ def vit_small(
     net.feature_dim = dim
     return net
 
-
+# %% ../nbs/04_models.ipynb #27668b94
 ENCODERS = {
     "small_conv": lambda in_channels: SmallConvNet(in_channels),
     "resnet18": lambda in_channels: resnet_cifar(18, in_channels),

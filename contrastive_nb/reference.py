@@ -33,7 +33,7 @@ def ref_nt_xent(
         terms.append(-torch.log(num / den))
     return sum(terms) / len(terms)
 
-
+# %% ../nbs/03a_reference.ipynb #a3814ea4
 def ref_suncet(
     z,  # `(M, d)` embeddings of labeled views
     y,  # `(M,)` class labels
@@ -52,7 +52,7 @@ def ref_suncet(
         terms.append(-torch.log(num / den))
     return sum(terms) / len(terms) if terms else None
 
-
+# %% ../nbs/03a_reference.ipynb #caef361e
 def ref_supcon(
     z,  # `(M, d)` embeddings
     y,  # `(M,)` class labels
@@ -75,7 +75,7 @@ def ref_supcon(
             terms.append(-torch.log(sum(probs) / len(P)))
     return sum(terms) / len(terms) if terms else None
 
-
+# %% ../nbs/03a_reference.ipynb #6957ed54
 def ref_spread(
     z1,  # `(N, d)` embeddings of the first views
     z2,  # `(N, d)` embeddings of the second views
@@ -101,7 +101,7 @@ def ref_spread(
         terms.append(alpha * att + (1 - alpha) * rep)
     return sum(terms) / len(terms)
 
-
+# %% ../nbs/03a_reference.ipynb #b2e3fad4
 def ref_binary_nce(
     logits,  # `(n, c)` scores of the c (text, label) pairs of each of n instances
     targets,  # `(n, c)` 1 for a positive pair, 0 for a negative one
@@ -119,7 +119,7 @@ def ref_binary_nce(
         per.append(-acc / c)
     return sum(per) / len(per)
 
-
+# %% ../nbs/03a_reference.ipynb #0f245446
 def ref_cross_entropy(
     logits,  # `(n, C)` scores of n items over C classes
     y,  # `(n,)` class ids
@@ -128,7 +128,6 @@ def ref_cross_entropy(
     L = logits.double()
     per = [torch.log(sum(torch.exp(v) for v in L[i])) - L[i, int(y[i])] for i in range(len(y))]
     return sum(per) / len(per)
-
 
 # %% ../nbs/03a_reference.ipynb #10b5640a
 def _f(a, b, tau):
@@ -176,7 +175,7 @@ def ref_css(
             terms.append(-sum(parts))
     return sum(terms) / len(terms) if terms else None
 
-
+# %% ../nbs/03a_reference.ipynb #ae0deca4
 def ref_domain(
     d,  # `(n, d)` [DOMAIN] representations of the labeled instances
     o,  # `(M, d)` [DOMAIN] representations of the corpus rows
@@ -202,7 +201,7 @@ def ref_domain(
             terms.append(-sum(parts))
     return sum(terms) / len(terms) if terms else None
 
-
+# %% ../nbs/03a_reference.ipynb #f8269480
 def ref_class(
     c,  # `(n, d)` [CLASS] representations of the labeled instances
     y,  # `(n,)` their labels

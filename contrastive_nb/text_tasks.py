@@ -80,7 +80,7 @@ class LabeledTexts:
             list(self.classes),
         )
 
-
+# %% ../nbs/20a_text_tasks.ipynb #b0f18a92
 def read_task_jsonl(
     path,  # a `.jsonl` file, one JSON object per line
     text_key: str = "text",  # the field holding the text
@@ -98,7 +98,7 @@ def read_task_jsonl(
 
 SST5_CLASSES = ["very negative", "negative", "neutral", "positive", "very positive"]
 
-
+# %% ../nbs/20a_text_tasks.ipynb #cdd484fb
 def _tree_leaves(tree: str) -> str:
     return " ".join(re.findall(r"\(\d+ ([^()\s]+)\)", tree))
 
@@ -121,7 +121,7 @@ def read_sst(
         labels.append(SST5_CLASSES[int(m.group(1))])
     return LabeledTexts(texts, labels, name, list(SST5_CLASSES))
 
-
+# %% ../nbs/20a_text_tasks.ipynb #5e7c6496
 def read_semeval_absa(
     path,  # a SemEval-2014 Task 4 XML file
     name: str = "semeval",  # the task's name
@@ -144,7 +144,7 @@ def read_semeval_absa(
         raise ValueError(f"{path} holds no <aspectTerm> with a positive/neutral/negative polarity")
     return LabeledTexts(texts, labels, name, ["negative", "neutral", "positive"])
 
-
+# %% ../nbs/20a_text_tasks.ipynb #e74fed3c
 def load_hf_task(
     path: str,  # a Hub dataset name, or a builder such as `"json"`
     split: str,  # the split to read, e.g. `"train"`
