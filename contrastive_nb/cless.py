@@ -288,6 +288,9 @@ def train_cless(
     mode, n_labels, n_negatives, exclude = o.mode, o.n_labels, o.n_negatives, o.exclude
     if mode == "real" and (y is None or label_words is None):
         raise ValueError("mode='real' needs `y` (n, T) and `label_words` (T, w)")
+    if mode == "pseudo" and (y is not None or label_words is not None):  # e.g. the old positional mode
+        raise ValueError("`y` and `label_words` are for options.mode='real'; options.mode is 'pseudo'"
+                         " (the default), which trains on pseudo labels: give CLESSOptions(mode='real')")
     if mode == "real" and len(y) != len(texts):
         raise ValueError(f"`y` has {len(y)} rows for {len(texts)} texts")
     check_int("epochs", epochs, 1)
