@@ -93,8 +93,12 @@ class ClassifierSGD(Optimization):
     """fit's `Optimization` with `train_classifier`'s defaults: SGD, lr 0.05, momentum 0.9, weight
     decay 5e-4 (change one and the others keep these)."""
 
+    optimizer: str = "sgd"  # 'sgd' only: train_classifier runs momentum SGD
     lr: float = 0.05  # peak learning rate (cosine to 0)
+    momentum: float = 0.9  # momentum coefficient
     weight_decay: float = 5e-4  # on every parameter of the classifier
+    warmup_epochs: int = 0  # 0 only: train_classifier has no warm-up
+    max_grad_norm: float | None = None  # None only: train_classifier does not clip
 
 # %% ../nbs/10a_strata_train.ipynb #9ca9b43e
 def _classifier_inputs(x, y, groups, epochs, batch_size, optim, options, val):
