@@ -96,12 +96,14 @@ class FineTuneOptions:
 
 # %% ../nbs/08_protocol.ipynb #c37ae03f
 def _pair(name: str, value) -> tuple:
-    "`(x, y)` of a `(x, y)` argument; `(None, None)` for None."
+    "`(x, y)` of a `(x, y)` argument, the labels `y` as numpy; `(None, None)` for None."
     if value is None:
         return None, None
     if not (isinstance(value, (tuple, list)) and len(value) == 2):
         raise ValueError(f"`{name}` must be a pair (x, y) or None; got {type(value).__name__}")
-    return tuple(value)
+    x, y = value
+    # labels as a torch dataset holds them (a tensor) are read as the numpy labels they equal
+    return x, (y.detach().cpu().numpy() if isinstance(y, torch.Tensor) else y)
 
 
 def _fine_tune_args(train_x, train_y, val_x, val_y, test_x, test_y, options, epochs, batch_size):
