@@ -107,9 +107,10 @@ def _classifier_inputs(x, y, groups, epochs, batch_size, optim, options, val):
     ids (all zero when not given)."""
     check_int("epochs", epochs, 1)
     check_int("batch_size", batch_size, 1)
-    optim = check_config("optim", optim if optim is not None else ClassifierSGD(), Optimization)
+    default = ClassifierSGD()
+    optim = check_config("optim", optim if optim is not None else default, Optimization)
     unsupported = {k: getattr(optim, k) for k in ("optimizer", "warmup_epochs", "max_grad_norm")
-                   if getattr(optim, k) != getattr(ClassifierSGD(), k)}
+                   if getattr(optim, k) != getattr(default, k)}
     if unsupported:  # silently ignored, they would train otherwise than asked
         raise ValueError(
             f"`optim`: train_classifier runs SGD without warm-up or clipping; got {unsupported}"

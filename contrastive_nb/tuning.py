@@ -96,8 +96,9 @@ def _tune_one(arm, spec, objective, trials, seed, direction, storage, prefix) ->
         return sorted((t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE),
                       key=lambda t: t.number)
 
-    scores = {json.dumps(t.params, sort_keys=True): t.value for t in complete()}
-    for number in range(len(complete()), trials):
+    done = complete()
+    scores = {json.dumps(t.params, sort_keys=True): t.value for t in done}
+    for number in range(len(done), trials):
         study.sampler = _trial_sampler(seed, number)
         trial = study.ask(space)
         key = json.dumps(trial.params, sort_keys=True)

@@ -129,10 +129,7 @@ def _missing_reexports(module: str, rooms: list) -> list:
             imported.setdefault(mod, set()).update(a.name for a in node.names)
     missing = []
     for room in rooms:
-        body = ast.parse((LIB / f"{room}.py").read_text()).body
-        public = next(ast.literal_eval(n.value) for n in body if isinstance(n, ast.Assign)
-                      and any(getattr(t, "id", None) == "__all__" for t in n.targets))
-        missing += [f"{room}.{name}" for name in public if name not in imported.get(room, set())]
+        missing += [f"{room}.{name}" for name in _public(room) if name not in imported.get(room, set())]
     return missing
 
 
