@@ -139,6 +139,12 @@ def _sweep_spec(text: str) -> tuple:
     return spec["name"], spec["seeds"], spec["grid"]
 
 
+def _sweep_params(text: str) -> dict:
+    "The fixed parameters of a sweep file's text."
+    import yaml
+    return (yaml.safe_load(text) or {}).get("parameters") or {}
+
+
 @pytest.mark.parametrize("folder", SWEEPS, ids=lambda p: p.name)
 def test_published_sweeps_hold_every_run_of_their_sweep_file(folder):
     prov = json.loads((folder / "provenance.json").read_text())
@@ -153,6 +159,10 @@ def test_published_sweeps_hold_every_run_of_their_sweep_file(folder):
     assert prov["commit"] and prov["runs"]["ok"] == len(res) and all(
         isinstance(s, (int, float)) and s > 0 for s in prov["runs"]["seconds"].values())
     for k, v in spec["parameters"].items():  # the file's fixed parameters are what every run had
+        if f"param/{k}" not in res:  # a parameter the file sets now, which its runs were not given
+            then = _at_commit(prov["commit"], prov["sweep"])
+            pytest.fail(_stale_or_wrong(folder, prov, f"it sets `{k}`, which the published runs were not given",
+                                        prov["sweep"], None if then is None else k not in _sweep_params(then)))
         if not isinstance(v, (list, dict)):
             assert (res[f"param/{k}"] == v).all(), k
     name = prov["notebook"].split("/")[-1]

@@ -25,13 +25,44 @@ def test_suncet_digits_twin(tmp_path):
                        parameters=dict(epochs=2, suncet_off_epoch=1, finetune_updates=4, supervised_updates=4, warmup_epochs=0,
                                        simclr_batch=512, suncet_unlabeled_batch=512, items_per_class=2, probe_Cs=[1.0],
                                        finetune_lr=[0.05, 0.2], thresholds=[0.5, 0.9], sweep_dir="none",
-                                       explorer_layout="pca"))
+                                       explorer_layout="pca", tuning_storage="tuning.sqlite"))
     m = json.loads((run / "metrics.json").read_text())
+    # the same tuning budget for every arm with a space, on a seed that is not reported; the chosen values lie in
+    # the arm's space and are the best of its trials on validation
+    tun = m["tuning"]
+    assert list(tun) == ARMS and m["tuning_seed"] != m["seed"]
+    for a in ARMS:
+        t = tun[a]
+        assert t["space"] == spec[a]["space"] and t["trials"] == (4 if spec[a]["space"] else 0), a
+        assert set(t["chosen"]) == set(spec[a]["space"]) and t["seed"] == m["tuning_seed"], a
+        if spec[a]["space"]:
+            assert len(t["tried"]) == 4 and t["value"] == max(x["value"] for x in t["tried"]), a
+            assert t["chosen"] in [x["params"] for x in t["tried"] if x["value"] == t["value"]], a
+    assert tun["simclr+suncet"]["chosen"]["temperature"] in (0.2, 0.5, 1.0)
+    assert 0.1 <= tun["simclr+suncet"]["chosen"]["lr"] <= 2.0
+    # a resumed sweep reads the stored trials back: tuning again from the run's storage runs no trial (an
+    # objective that fails) and chooses the same values
+    from contrastive_nb.tuning import tune_arms
+    def never(*_):
+        raise AssertionError("a stored study was tuned again")
+    again = tune_arms(never, {a: spec[a]["space"] for a in ARMS}, trials=4, seed=m["tuning_seed"],
+                      storage=f"sqlite:///{run / 'tuning.sqlite'}",
+                      study_prefix=f"suncet-{tun[METHOD]['setting']}-")
+    assert all(again[a]["chosen"] == tun[a]["chosen"] for a in ARMS)
     assert m["target_split"] == "val" and m["arms"] == ARMS and m["strongest_baseline"] in BASELINES
     assert m["arm_spec"] == list(spec.values())
     res = m["results"]
     for a in ARMS:
         assert 0 <= res[a]["val_top1"] <= 1 and 0 <= res[a]["test_top1"] <= 1, a
+    # the plateau: the first epoch of the arm's validation curve within the tolerance of its best, no later than the
+    # selected (best) epoch
+    curves = json.loads((run / "histories.json").read_text())["curves"]
+    for a in ARMS:
+        c, tol = curves[a], m["plateau_tolerance"]
+        best = max(r["val_top1"] for r in c)
+        first = [r["epoch"] for r in c if r["val_top1"] >= best - tol][0]
+        assert res[a]["plateau_epoch"] == first <= res[a]["selected_epoch"], a
+        assert 0 <= res[a]["flops_after_plateau"] <= 1, a
     # the split: four disjoint parts (checked on reading) that cover the dataset; validation and test are untouched by training
     split = load_split_manifest(run / "split.json", require=["labeled", "unlabeled", "val", "test"])
     assert sum(len(v) for v in split.values()) == 1797 and m["n_val"] == len(split["val"]) and m["n_test"] == len(split["test"])
