@@ -146,7 +146,8 @@ def test_spread_strata_twin(tmp_path):
     for a in transfer:
         r = tuning[a["arm"]]
         assert r["space"] == a["space"] and r["trials"] == (4 if a["space"] else 0) and r["seed"] == m["tuning_seed"]
-        assert len(r["tried"]) == r["trials"] and all(v in a["space"][k]["choice"] for k, v in r["chosen"].items())
+        assert len(r["tried"]) == r["trials"] and r["distinct"] == r["trials"]        # a range: no repeats
+        assert all(a["space"][k]["float"][0] <= v <= a["space"][k]["float"][1] for k, v in r["chosen"].items())
         assert r["value"] == (max(t["value"] for t in r["tried"]) if a["space"] else None)
     models = pd.read_parquet(run / "transfer_models.parquet")
     assert models["mean_pairwise_cos"].between(-1, 1).all()
