@@ -164,20 +164,30 @@ def test_spread_strata_twin(tmp_path):
         load_split_manifest(run / f"split_seed{seed}.json", require=["train", "val", "test"])
     transfer = study("transfer")
     probes = pd.read_parquet(run / "transfer_probes.parquet")
-    # 2 seeds x the transfer arms (random init included) x 2 spaces (h, z) x 3 label shares x 1 draw
-    assert len(probes) == 2 * len(transfer) * 2 * 3 and set(probes["space"]) == {"h", "z"}
+    # 2 seeds x the transfer arms (random init included) x 2 spaces (h, z) x 4 label shares x 1 draw
+    assert len(probes) == 2 * len(transfer) * 2 * 4 and set(probes["space"]) == {"h", "z"}
     assert set(probes["loss"]) == {a["loss"] for a in transfer}
     assert probes["val_top1"].between(0, 1).all() and probes["test_top1"].between(0, 1).all()
-    assert sorted(probes["fraction"].unique()) == [0.01, 0.02, 0.1]
+    assert sorted(probes["fraction"].unique()) == [0.01, 0.02, 0.1, 1.0]   # 1.0: the full-label probe
+    full = probes[probes["fraction"] == 1.0]                    # every training label: the whole train part
+    assert (full["labeled"] == 300).all() and (probes[probes["fraction"] < 1]["labeled"] < 300).all()
+    # the same budget for every trained arm, on a seed that is not reported; the reported runs use the choice
+    tuning = m["tuning"]
+    assert m["tuning_seed"] not in m["seeds"] and set(tuning) == {a["arm"] for a in transfer}
+    for a in transfer:
+        r = tuning[a["arm"]]
+        assert r["space"] == a["space"] and r["trials"] == (4 if a["space"] else 0) and r["seed"] == m["tuning_seed"]
+        assert len(r["tried"]) == r["trials"] and r["distinct"] == r["trials"]        # a range: no repeats
+        assert all(a["space"][k]["float"][0] <= v <= a["space"][k]["float"][1] for k, v in r["chosen"].items())
+        assert r["value"] == (max(t["value"] for t in r["tried"]) if a["space"] else None)
     models = pd.read_parquet(run / "transfer_models.parquet")
-    assert models["selected_epoch"].between(0, 2).all() and models["mean_pairwise_cos"].between(-1, 1).all()
+    assert models["mean_pairwise_cos"].between(-1, 1).all()
     for a in transfer:
         rows = models[models["loss"] == a["loss"]]
-        if a["select"] is None:                                 # the untrained network
-            assert (rows["selected_epoch"] == 0).all()
-        if a["select"] == "own_loss":   # selected by its own validation loss, never the untrained network
-            assert (rows["selected_epoch"] >= 1).all() and (rows["select"] == "own_loss").all()
-            assert rows["val_own_loss_untrained"].gt(0).all() and rows["val_own_loss_selected"].gt(0).all()
+        # one epoch rule: the untrained network is the random-init row only; every trained arm keeps its last
+        assert (rows["selected_epoch"] == (0 if a["select"] is None else 2)).all(), a["arm"]
+        for k, v in tuning[a["arm"]]["chosen"].items():
+            assert (rows[f"tuned_{k}"] == v).all(), (a["arm"], k)
     assert any(k.startswith("coarse_to_fine/h/1%/spread_minus_") for k in m)
     # worst-group: the strength search stops at the first strength that qualifies; with a margin of 0 the first one
     # has its gap, so its first stages are scored on validation (one column per recovered arm's loss)
