@@ -143,7 +143,14 @@ class CSSLM(nn.Module):
 
     `path`: a local model folder (default: the bundled MiniLM); `plm`: a loaded `(tokenizer,
     encoder)` pair, copied (never changed in place). `train_layers`: fine-tune only the top
-    this-many blocks (None: all). `max_len`: tokens per text, the special tokens included."""
+    this-many blocks (None: all). `max_len`: tokens per text, the special tokens included.
+
+    The [DOMAIN]/[CLASS] embeddings train as the paper's (§3.4.1): with the whole encoder trained
+    (`train_layers=None`) their rows do; with a frozen bottom the embeddings are frozen, so each
+    token gets a trainable offset `special_offset` (2, h), zero at the start (the model is
+    unchanged until it trains), added where the token enters the trained blocks: to its row's
+    embedding when every block trains, else to its cached bottom state (what the row could
+    change there; its effect on the text tokens inside the frozen bottom is not trained)."""
 
     def __init__(
         self,
@@ -171,6 +178,8 @@ class CSSLM(nn.Module):
         self.max_len = max_len
         h = self.encoder.config.hidden_size
         self.head = nn.Linear(2 * h if self.special_tokens else h, n_classes)
+        trainable = self.special_tokens and train_layers is not None
+        self.special_offset = nn.Parameter(torch.zeros(2, h)) if trainable else None
 
     def features(
         self,
@@ -217,8 +226,17 @@ class CSSLM(nn.Module):
             raise ValueError(
                 "this model has no [DOMAIN]/[CLASS] tokens (special_tokens=False): use `represent`"
             )
-        h = plm_hidden(self.encoder, ids, mask, hidden, self.n_frozen)
         a, b = self.special_positions(ids)
+        if self.special_offset is None:
+            h = plm_hidden(self.encoder, ids, mask, hidden, self.n_frozen)
+            return h[:, a], h[:, b]
+        at = torch.tensor([a, b], device=ids.device)
+        shift = lambda x: x.index_add(1, at, self.special_offset.to(x.dtype).expand(len(x), 2, -1))
+        if self.n_frozen:  # where the tokens enter the trained blocks: the cached bottom state
+            h = plm_hidden(self.encoder, ids, mask, shift(hidden), self.n_frozen)
+        else:  # every block trains: the tokens' embedding rows, shifted
+            emb = shift(self.encoder.get_input_embeddings()(ids))
+            h = self.encoder(inputs_embeds=emb, attention_mask=mask).last_hidden_state
         return h[:, a], h[:, b]
 
     def represent(
@@ -633,13 +651,16 @@ def train_csslm(
     dev: tuple | None = None,  # `(dev_feats, dev_y)`: keep the best-accuracy epoch; None: last
     seed: int = 0,  # seed of the initialisation and batch order
     log=None,  # called with each epoch's record (e.g. `print`); None: silent
+    # early stopping: end after this many epochs without a better dev accuracy (None: all epochs)
+    patience: int | None = None,
 ) -> dict:  # `text.fit_on_dev`'s record plus `switched_at`, `sets`, `steps`, `class_memory`
     """Fine-tune `model` in place with `css.method`: `"standard"` (the cross-entropy L_CE, Eq. 8),
     `"scf"` (L_CE + SupCon L_CS on x, Eq. 1), `"css-lm-st"` (L_D + L_C + the cross-entropy on
     the labeled instances and on their retrieved positives P(i), pseudo-labeled with the
     anchor's class) or `"css-lm"` (L_CE + L_CSS + L_D + L_C, Eq. 9, then L_CE + L_CSS once the
     dev accuracy drops); the last two retrieve from the corpus (settings: `css`). AdamW trains
-    the encoder at `css.lr` and the new head at `css.head_lr`.
+    the encoder at `css.lr` and the new parameters (the head, the special tokens' offsets) at
+    `css.head_lr`.
 
     Returns `text.fit_on_dev`'s record plus `switched_at` (epoch or None), `sets` (the last
     retrieved P(i), P_D(i), P_C(i) per training row, −1 where never retrieved), `steps` and,
@@ -654,9 +675,8 @@ def train_csslm(
     rng = np.random.default_rng(seed)
     devc = next(model.head.parameters()).device
     enc_params = [p for p in model.encoder.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(
-        [{"params": enc_params, "lr": o.lr}, {"params": model.head.parameters(), "lr": o.head_lr}]
-    )
+    new = [*model.head.parameters()] + [p for p in [model.special_offset] if p is not None]
+    opt = torch.optim.AdamW([{"params": enc_params, "lr": o.lr}, {"params": new, "lr": o.head_lr}])
     store, memory, sets_out = None, None, {}
     if uses_corpus:
         store, memory, sets_out = _corpus_state(model, feats, corpus_feats, n, k, levels,
@@ -670,7 +690,8 @@ def train_csslm(
     has_dev = dev is not None
     out = fit_on_dev(model, opt, n, epochs, batch_size, rng, step,
                      dev_score if has_dev else None, "dev_acc" if has_dev else None, log=log,
-                     after_epoch=lambda rec: step.after_epoch(rec, o.switch, has_dev))
+                     after_epoch=lambda rec: step.after_epoch(rec, o.switch, has_dev),
+                     patience=patience)
     memory_np = None if memory is None else {k_: v.cpu().numpy() for k_, v in memory.items()}
     out.update(switched_at=step.switched_at, sets=sets_out, steps=step.steps, method=method,
                levels=levels, class_sums=class_sums if uses_corpus and "c" in levels else None,

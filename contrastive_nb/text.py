@@ -365,20 +365,39 @@ def fit_on_dev(
     select: str | None = None,  # the `dev_score` entry to maximise: its best epoch is kept
     log: Callable | None = None,  # record → None after each epoch (e.g. `print`)
     after_epoch: Callable | None = None,  # record → None, after `log` (a change of course)
-) -> dict:  # {'history', 'seconds', 'best_epoch'}
+    # stop once this many epochs in a row bring no new best `select` (None: run every epoch)
+    patience: int | None = None,
+) -> dict:  # {'history', 'seconds', 'best_epoch', 'epochs_run'}
     """The text methods' training: `train.fit_rows` (the engine's loop) with the epoch of the best
-    `select` on the dev set kept (the untrained model is no candidate); returns the history,
-    the seconds and the kept epoch."""
+    `select` on the dev set kept (the untrained model is no candidate); with `patience`, the run
+    ends after that many epochs in a row without a new best (early stopping, one rule for every
+    method that uses it); returns the history, the seconds, the kept epoch and the epochs run."""
     # the engine, imported here: reading and tokenising text never loads it
-    from contrastive_nb.train import OnEpoch, SelectOnValidation, fit_rows
+    from contrastive_nb.train import OnEpoch, OnStep, SelectOnValidation, StopTraining, fit_rows
 
     if dev_score is not None and select is None:
         raise ValueError("`select` must name the entry of `dev_score`'s result to maximise")
-    sel = SelectOnValidation(dev_score, select, score_initial=False) if dev_score is not None else None
-    hooks = [h for h in (sel, log and OnEpoch(log), after_epoch and OnEpoch(after_epoch)) if h]
+    if patience is not None:
+        check_int("patience", patience, 1)
+        if dev_score is None:
+            raise ValueError("`patience` needs `dev_score`: early stopping watches the dev score")
+    sel = None if dev_score is None else SelectOnValidation(dev_score, select, score_initial=False)
+
+    done = []  # the epoch after which the run ends early (the engine stops it at `after_step`)
+
+    def stop_early(rec):  # after the selection has seen this epoch's score
+        if rec["epoch"] - sel.best_epoch >= patience:
+            done.append(rec["epoch"])
+
+    def stop(updates):
+        if done:
+            raise StopTraining(f"no better {select} in {patience} epochs")
+
+    hooks = [h for h in (sel, log and OnEpoch(log), after_epoch and OnEpoch(after_epoch),
+                         patience and OnEpoch(stop_early), patience and OnStep(stop)) if h]
     history = fit_rows(model, optimizer, n, epochs, batch_size, rng, batch_loss, hooks)
     if sel is not None:
         sel.restore(model)
     return {"history": history, "seconds": history[-1]["seconds"],
-            "best_epoch": sel.best_epoch if sel is not None else epochs}
+            "best_epoch": sel.best_epoch if sel is not None else epochs, "epochs_run": len(history)}
 

@@ -311,31 +311,52 @@ def _rotten_tomatoes_file(path, per_class: int):
 def test_csslm_fewshot_twin(tmp_path):
     # the task is a `text,label` CSV of your own (`-p task csv:PATH`); the bundled default is the committed run
     given = _rotten_tomatoes_file(tmp_path / "reviews.csv", 30)
+    spec = tutorial_arms("csslm_fewshot")         # name → method, special tokens, settings, search space
+    arms = list(spec)                             # the twin runs every arm, CSS-LM-ST included
     run = run_notebook(TUT / "csslm_fewshot.ipynb", "twin", root=tmp_path, timeout=600,
                        parameters=dict(task=f"csv:{tmp_path / 'reviews.csv'}", k_shot=2, splits=[0, 1], n_dev=4,
-                                       n_test=10, corpus_size=40, in_domain=0.25,
+                                       n_test=10, corpus_size=40, in_domain=0.25, arms=arms, pool_size=0,
                                        other_corpora=["guardian-headlines", "rotten_tomatoes-plots"], other_per_source=20,
-                                       max_len=16, epochs=2, batch_size=4, retrieved_sizes=[2, 3]))
+                                       max_len=16, epochs=3, patience=1, batch_size=4, retrieved_sizes=[2, 3]))
     m = json.loads((run / "metrics.json").read_text())
     assert m["classes"] == ["fresh", "rotten"] and m["retrieved_chosen"] in (2, 3)
     assert set(m["fingerprints"]) == {"reviews.csv", "guardian-headlines", "rotten_tomatoes-plots"}
     assert m["n_test"] == 20 and m["n_dev"] == 8                       # per class, drawn from the file
+    # the same budget for every arm, on a split that is not reported; `retrieved_sizes` replaced the k choices
+    tuning = m["tuning"]
+    assert set(tuning) == set(arms) and m["tuning_split"] not in m["splits"]
+    for a in arms:
+        t = tuning[a]
+        assert t["trials"] == 4 and t["seed"] == m["tuning_split"] and 1 <= t["distinct"] <= 4, a
+        assert set(t["space"]) == set(spec[a]["space"]) and set(t["chosen"]) == set(t["space"]), a
+        assert t["value"] == max(x["value"] for x in t["tried"]), a          # chosen on dev
+        if "k" in t["space"]:
+            assert t["space"]["k"] == {"choice": [2, 3]} and t["chosen"]["k"] in (2, 3), a
     res = pd.read_parquet(run / "results.parquet")
-    assert res["test_acc"].between(0, 1).all() and res["dev_acc"].between(0, 1).all()
-    grid = res[res.section == "size_grid"]
-    assert sorted(grid.retrieved) == [2, 3] and grid.split.eq(0).all()
-    assert m["retrieved_chosen"] == grid.loc[grid.dev_acc.idxmax(), "retrieved"]   # chosen on dev
+    tune = res[res.section == "tuning"]
+    assert tune.split.eq(m["tuning_split"]).all() and tune.test_acc.isna().all()   # tuning never sees test
+    assert tune.groupby("arm").size().to_dict() == {a: tuning[a]["distinct"] for a in arms}
     t2 = res[res.section == "table2"]
-    arms = tutorial_arms("csslm_fewshot")                       # name → (method, special tokens, CSSOptions settings)
+    assert t2["test_acc"].between(0, 1).all() and t2["dev_acc"].between(0, 1).all()
     assert set(t2.arm) == set(arms) and t2.groupby("arm").split.nunique().eq(2).all() and len(t2) == 2 * len(arms)
-    assert (t2.special_tokens == t2.arm.map(lambda a: arms[a][1])).all()
-    assert (t2.method == t2.arm.map(lambda a: arms[a][0])).all()
+    assert (t2.special_tokens == t2.arm.map(lambda a: spec[a]["tokens"])).all()
+    assert (t2.method == t2.arm.map(lambda a: spec[a]["method"])).all()
+    for a in arms:                                # the reported splits run each arm's chosen values
+        rows, c = t2[t2.arm == a], tuning[a]["chosen"]
+        assert rows.lr.eq(c["lr"]).all() and rows.head_lr.eq(c["head_lr"]).all(), a
+        assert rows.retrieved.eq(c.get("k", 0)).all(), a
+    # one early-stopping rule: a run ends `patience` (1) epochs after its best one, or at `epochs`
+    assert ((t2.epochs_run == t2.best_epoch + 1) | (t2.epochs_run == 3)).all()
+    assert (t2.stopped_early == (t2.epochs_run < 3)).all()
     css = t2[t2.arm.str.startswith("CSS")]
-    assert css.retrieved.eq(m["retrieved_chosen"]).all()
     assert css["P same class"].between(0, 1).all() and css["P in-domain"].between(0, 1).all()
+    assert m["retrieval/same_class_share"] == css[css.arm == "CSS-LM"]["P same class"].mean()
+    assert m["retrieval/in_domain_share"] == css[css.arm == "CSS-LM"]["P in-domain"].mean()
     claims = pd.read_parquet(run / "claims.parquet")
     _check_claims(claims)
-    assert claims.splits.eq(2).all() and {"CSS-LM beats Standard fine-tuning (Table 2)", "CSS-LM beats SCF (Table 2)"} <= set(claims.claim)
+    assert claims.splits.eq(2).all() and {"CSS-LM beats Standard fine-tuning (Table 2)", "CSS-LM beats SCF (Table 2)",
+                                          "CSS-LM beats the controlled Standard (same input, the loss alone differs)",
+                                          "CSS-LM beats CSS-LM-ST (Table 2)"} <= set(claims.claim)
     for arm in ["standard", "scf", "css_lm"]:
         t = pd.read_parquet(run / f"embeddings_{arm}.parquet")
         assert len(t) == 20 and {"id", "split", "label", "class_name", "embedding", "method", "text"} <= set(t.columns)
