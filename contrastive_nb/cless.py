@@ -159,11 +159,12 @@ def sample_pseudo_labels(
     n_labels: int,  # pseudo labels per text, g + b (≥ 2)
     generator: np.random.Generator,  # numpy random generator
     exclude=(),  # word ids never used as labels (e.g. stop words)
-    # 'frequency': a negative word weighted by how many other batch texts hold it; 'uniform': not
-    negatives: str = "frequency",
+    # 'uniform': negatives drawn alike from the batch's words; 'frequency': weighted by how many
+    # other batch texts hold each word
+    negatives: str = "uniform",
 ) -> tuple:  # (labels (B, c, 1) word ids, targets (B, c), mask (B, c))
     """g = b = n_labels/2 positive words from each text and negative words from the batch's other
-    texts (Eq. 0), drawn by their document frequency in the batch (or uniformly)."""
+    texts (Eq. 0), drawn uniformly (or by their document frequency in the batch)."""
     check_int("n_labels", n_labels, 2)
     check_choice("negatives", negatives, ["frequency", "uniform"])
     g = n_labels // 2
@@ -182,7 +183,8 @@ def sample_pseudo_labels(
         keep = ~np.isin(batch_words, w, assume_unique=True)
         pool, p = batch_words[keep], df[keep].astype(np.float64)
         p = None if negatives == "uniform" or not len(pool) else p / p.sum()
-        neg = generator.choice(pool, size=min(b, len(pool)), replace=False, p=p) if len(pool) else pool
+        k = min(b, len(pool))
+        neg = generator.choice(pool, size=k, replace=False, p=p) if len(pool) else pool
         labels[i, : len(pos)] = pos
         targets[i, : len(pos)] = 1
         mask[i, : len(pos)] = True
@@ -227,7 +229,8 @@ class CLESSOptions:
     lr: float = 1e-3  # Adam learning rate
     exclude: tuple = ()  # word ids never used as pseudo labels (e.g. stop words)
     freeze_embeddings: bool = False  # keep E fixed (e.g. fastText vectors)
-    negatives: str = "frequency"  # pseudo negatives: `'frequency'` (batch document frequency) or `'uniform'`
+    # pseudo negatives: `'uniform'` or `'frequency'` (by their document frequency in the batch)
+    negatives: str = "uniform"
     select: str = "ap_micro"  # the dev score whose best epoch is kept: `'ap_micro'` or `'ap_macro'`
 
     def __post_init__(self):  # every field, when built
@@ -291,7 +294,8 @@ def train_cless(
 
     `options.mode="pseudo"`: `n_labels` pseudo labels per text. `mode="real"`: `y (n, T)`
     multi-hot and `label_words (T, w)`; all positives and `n_negatives` negatives per text.
-    `dev=(texts, y, label_words)` picks the best epoch by `options.select` (AP micro or macro). `options.exclude`: word ids
+    `dev=(texts, y, label_words)` picks the best epoch by `options.select` (AP micro or
+    macro). `options.exclude`: word ids
     never used as pseudo labels (e.g. stop words). `freeze_embeddings` keeps E (e.g. fastText)
     fixed."""
     o = check_config("options", options, CLESSOptions)
