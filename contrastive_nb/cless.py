@@ -35,8 +35,8 @@ from contrastive_nb.text import (
 
 # %% auto #0
 __all__ = ['kmax_pool', 'CLESS', 'sample_pseudo_labels', 'sample_real_labels', 'CLESSOptions', 'score_tags', 'train_cless',
-           'zero_r_scores', 'tag_overlap_scores', 'class_prior_scores', 'mean_word_vectors', 'cosine_scores',
-           'PLMTagger', 'score_plm', 'train_plm_tagger']
+           'zero_r_scores', 'random_scores', 'tag_overlap_scores', 'class_prior_scores', 'mean_word_vectors',
+           'cosine_scores', 'PLMTagger', 'score_plm', 'train_plm_tagger']
 
 # %% ../nbs/21_cless.ipynb #bc5f8f9e
 def kmax_pool(
@@ -159,24 +159,32 @@ def sample_pseudo_labels(
     n_labels: int,  # pseudo labels per text, g + b (≥ 2)
     generator: np.random.Generator,  # numpy random generator
     exclude=(),  # word ids never used as labels (e.g. stop words)
+    # 'uniform': negatives drawn alike from the batch's words; 'frequency': weighted by how many
+    # other batch texts hold each word
+    negatives: str = "uniform",
 ) -> tuple:  # (labels (B, c, 1) word ids, targets (B, c), mask (B, c))
     """g = b = n_labels/2 positive words from each text and negative words from the batch's other
-    texts (Eq. 0)."""
+    texts (Eq. 0), drawn uniformly (or by their document frequency in the batch)."""
     check_int("n_labels", n_labels, 2)
+    check_choice("negatives", negatives, ["frequency", "uniform"])
     g = n_labels // 2
     b = n_labels - g
     ids = texts.cpu().numpy()
     banned = {0, 1, *map(int, exclude)}
     words = [np.array(sorted(set(row.tolist()) - banned), dtype=np.int64) for row in ids]
-    batch_words = np.unique(np.concatenate(words)) if words else np.zeros(0, np.int64)
+    flat = np.concatenate(words) if words else np.zeros(0, np.int64)
+    batch_words, df = np.unique(flat, return_counts=True)  # df: batch texts holding each word
     B = len(words)
     labels = np.zeros((B, g + b), np.int64)
     targets = np.zeros((B, g + b), np.float32)
     mask = np.zeros((B, g + b), bool)
     for i, w in enumerate(words):
         pos = generator.choice(w, size=min(g, len(w)), replace=False) if len(w) else w
-        pool = np.setdiff1d(batch_words, w, assume_unique=True)
-        neg = generator.choice(pool, size=min(b, len(pool)), replace=False) if len(pool) else pool
+        keep = ~np.isin(batch_words, w, assume_unique=True)
+        pool, p = batch_words[keep], df[keep].astype(np.float64)
+        p = None if negatives == "uniform" or not len(pool) else p / p.sum()
+        k = min(b, len(pool))
+        neg = generator.choice(pool, size=k, replace=False, p=p) if len(pool) else pool
         labels[i, : len(pos)] = pos
         targets[i, : len(pos)] = 1
         mask[i, : len(pos)] = True
@@ -221,9 +229,14 @@ class CLESSOptions:
     lr: float = 1e-3  # Adam learning rate
     exclude: tuple = ()  # word ids never used as pseudo labels (e.g. stop words)
     freeze_embeddings: bool = False  # keep E fixed (e.g. fastText vectors)
+    # pseudo negatives: `'uniform'` or `'frequency'` (by their document frequency in the batch)
+    negatives: str = "uniform"
+    select: str = "ap_micro"  # the dev score whose best epoch is kept: `'ap_micro'` or `'ap_macro'`
 
     def __post_init__(self):  # every field, when built
         check_choice("mode", self.mode, ["pseudo", "real"])
+        check_choice("negatives", self.negatives, ["frequency", "uniform"])
+        check_choice("select", self.select, ["ap_micro", "ap_macro"])
         check_int("n_labels", self.n_labels, 2)
         check_int("n_negatives", self.n_negatives, 1)
         check_range("lr", self.lr, 0, low_inclusive=False)
@@ -281,7 +294,8 @@ def train_cless(
 
     `options.mode="pseudo"`: `n_labels` pseudo labels per text. `mode="real"`: `y (n, T)`
     multi-hot and `label_words (T, w)`; all positives and `n_negatives` negatives per text.
-    `dev=(texts, y, label_words)` picks the best epoch by AP micro. `options.exclude`: word ids
+    `dev=(texts, y, label_words)` picks the best epoch by `options.select` (AP micro or
+    macro). `options.exclude`: word ids
     never used as pseudo labels (e.g. stop words). `freeze_embeddings` keeps E (e.g. fastText)
     fixed."""
     o = check_config("options", options, CLESSOptions)
@@ -305,7 +319,7 @@ def train_cless(
     def batch_loss(idx):
         xb = texts[idx]
         if mode == "pseudo":
-            labels, targets, mask = sample_pseudo_labels(xb, n_labels, rng, exclude)
+            labels, targets, mask = sample_pseudo_labels(xb, n_labels, rng, exclude, o.negatives)
         else:
             tag_idx, targets, mask = sample_real_labels(y_np[idx], n_negatives, rng)
             labels = label_words[tag_idx]
@@ -314,7 +328,7 @@ def train_cless(
     dev_ap = None if dev is None else (lambda m: _dev_ap(dev[1], score_tags(m, dev[0], dev[2])))
     try:
         return fit_on_dev(model, opt, len(texts), epochs, batch_size, rng, batch_loss, dev_ap,
-                          "dev_ap_micro", log=log)
+                          f"dev_{o.select}", log=log)
     finally:
         model.E.weight.requires_grad_(was_trainable)
 
@@ -326,6 +340,17 @@ def zero_r_scores(
     """ZeroR (§6): the majority label of every class — absent — for every text: constant scores
     `(n, T)`."""
     return np.zeros((n, n_tags))
+
+# %% ../nbs/21_cless.ipynb #c1e55a02
+def random_scores(
+    n: int,  # number of texts
+    n_tags: int,  # number of tags T
+    seed: int = 0,  # seed of the generator: each seed gives its own random ranking
+) -> np.ndarray:  # (n, T) uniform scores in [0, 1)
+    "The random baseline (§6): every (text, tag) pair scored uniformly at random, `(n, T)`."
+    check_int("n", n, 1)
+    check_int("n_tags", n_tags, 1)
+    return np.random.default_rng(seed).random((n, n_tags))
 
 # %% ../nbs/21_cless.ipynb #7f88dae2
 def tag_overlap_scores(
@@ -489,12 +514,13 @@ def train_plm_tagger(
     seed: int = 0,  # seed of the batch order
     dev: tuple | None = None,  # `(feats, y)` of a dev set: keep its best-AP epoch; None: the last
     log=None,  # called with each epoch's record (e.g. `print`); None: silent
+    select: str = "ap_micro",  # the dev score whose best epoch is kept: 'ap_micro' or 'ap_macro'
 ) -> dict:  # {'history': [...], 'seconds': …, 'best_epoch': …}
     """Fine-tune with the binary cross-entropy over every tag (AdamW: `lr` for the encoder,
     `head_lr` for the new head).
 
     `feats = tagger.features(texts)`, `y (n, T)` multi-hot. `dev=(feats, y)` keeps the epoch
-    with the best dev AP micro. Returns `{'history': [...], 'seconds': …, 'best_epoch': …}` as
+    with the best dev `select` (AP micro or macro). Returns `{'history': [...], 'seconds': …, 'best_epoch': …}` as
     `train_cless` does."""
     y = torch.as_tensor(np.asarray(y), dtype=torch.float32)
     if y.shape != (len(feats["ids"]), tagger.head.out_features):
@@ -504,6 +530,7 @@ def train_plm_tagger(
         )
     check_int("epochs", epochs, 1)
     check_int("batch_size", batch_size, 1)
+    check_choice("select", select, ["ap_micro", "ap_macro"])
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     devc = next(tagger.head.parameters()).device
@@ -516,6 +543,6 @@ def train_plm_tagger(
     )
     dev_ap = None if dev is None else (lambda m: _dev_ap(dev[1], score_plm(m, dev[0])))
     return fit_on_dev(
-        tagger, opt, len(y), epochs, batch_size, rng, batch_loss, dev_ap, "dev_ap_micro", log=log
+        tagger, opt, len(y), epochs, batch_size, rng, batch_loss, dev_ap, f"dev_{select}", log=log
     )
 
