@@ -321,7 +321,10 @@ def task_splits(
     labeled_fraction: float,  # share of the training labels kept (bundled sets; see below)
     val_fraction: float = 0.2,  # share for validation (of all images; of the pool if test is given)
     test_fraction: float = 0.2,  # share for test when the task gives none
-    seed: int = 0,  # moves every draw
+    seed: int = 0,  # moves every draw (but a fixed `test_seed`'s)
+    # a task without its own test set: the seed of its test draw (None: `seed`); fixed, every seed
+    # shares one test set, as with a given one, and a tuning seed never sees a reported test image
+    test_seed: int | None = None,
 ) -> dict:  # {'labeled', 'unlabeled', 'val', 'test'} disjoint sorted indices into `task.full`
     """Labeled / unlabeled / validation / test indices, drawn per class. Bundled sets: the labeled
     share of train is drawn; folders and CSVs keep their own labels (`labeled_fraction` unused)."""
@@ -334,7 +337,8 @@ def task_splits(
                          f" image(s) outside the test set: each class needs at least {need} (train,"
                          " validation" + (", test" if need == 3 else "") + ")")
     if task.test is None:
-        rel = train_val_test_split(y[pool], val_fraction, test_fraction, seed=seed)
+        rel = train_val_test_split(y[pool], val_fraction, test_fraction, seed=seed,
+                                   test_seed=test_seed)
         parts = {k: pool[v] for k, v in rel.items()}
     else:
         val_rel, tr_rel = labeled_fraction_split(y[pool], val_fraction, seed=seed + 1)

@@ -235,10 +235,13 @@ BACKGROUNDS = torch.tensor([[0.85, 0.25, 0.2], [0.2, 0.35, 0.85]])  # red, blue
 def spurious_digits(
     split: str = "train",  # 'train' or 'test'
     correlation: float = 0.95,  # P(background = label) in 'train', in [0, 1]
-    seed: int = 0,  # seed of the split and of the backgrounds
+    seed: int = 0,  # seed of the backgrounds (and of the split, unless `split_seed` is given)
     test_fraction: float = 0.2,  # share of items in the test split
     tint: float = 1.0,  # strength of the background colour, in (0, 1]
     jitter: float = 0.0,  # std of per-image colour noise, ≥ 0
+    # seed of the train/test split alone (None: `seed`); fixed, every seed draws new backgrounds
+    # on the same digits, so a search seed never trains or selects on another seed's test digits
+    split_seed: int | None = None,
 ):
     """Digits on a coloured background correlated with the coarse label in 'train' only: `(dataset,
     meta)`.
@@ -255,7 +258,8 @@ def spurious_digits(
     check_range("correlation", correlation, 0, 1)
     check_range("tint", tint, 0, 1, low_inclusive=False)
     check_range("jitter", jitter, 0)
-    base = load_digits(split, test_fraction=test_fraction, seed=seed)
+    base = load_digits(split, test_fraction=test_fraction,
+                       seed=seed if split_seed is None else split_seed)
     label = coarse_labels(base.targets, "digits_lt5")
     rng = np.random.default_rng([seed, 0 if split == "train" else 1])
     p_agree = correlation if split == "train" else 0.5
@@ -458,6 +462,9 @@ def train_val_test_split(
     val_fraction: float = 0.2,  # share of the whole dataset for validation
     test_fraction: float = 0.2,  # share of the whole dataset for test
     seed: int = 0,  # seed of NumPy's `default_rng`: same inputs, same indices
+    # seed of the test draw alone (None: `seed`); fixed, every seed shares one test set and moves
+    # only train / validation, so a tuning seed never sees a reported test item
+    test_seed: int | None = None,
 ) -> dict:  # {'train', 'val', 'test'} sorted index arrays
     """Per-class stratified, disjoint `{'train', 'val', 'test'}` index arrays (sorted) that
     together cover every item."""
@@ -475,7 +482,7 @@ def train_val_test_split(
             f"class {classes[counts.argmin()]} has {counts.min()} item(s): each class needs at"
             " least 3 (one for train, validation and test)"
         )
-    test, rest = labeled_fraction_split(y, test_fraction, seed)
+    test, rest = labeled_fraction_split(y, test_fraction, seed if test_seed is None else test_seed)
     val_rel, train_rel = labeled_fraction_split(
         y[rest], val_fraction / (1 - test_fraction), seed + 1
     )

@@ -5,6 +5,7 @@
 # %% ../nbs/08a_tuning.ipynb #e7a45e2b
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from typing import Callable
@@ -59,6 +60,24 @@ def _trial_sampler(seed: int, number: int) -> optuna.samplers.BaseSampler:
     return optuna.samplers.TPESampler(seed=int(np.random.SeedSequence([seed, number]).generate_state(1)[0]))
 
 
+def _grid_order(space: dict, seed: int, most: int = 10_000) -> list | None:
+    """Every configuration of a finite space (choices and integers, at most `most` of them) in an order
+    shuffled by the tuning seed; None for a space with a real-valued knob (TPE samples it)."""
+    values = {}
+    for name, d in space.items():
+        if isinstance(d, CategoricalDistribution):
+            values[name] = list(d.choices)
+        elif isinstance(d, IntDistribution):
+            values[name] = list(range(d.low, d.high + 1, d.step))
+        else:
+            return None
+    if math.prod(map(len, values.values())) > most:
+        return None
+    grid = [dict(zip(values, combo)) for combo in itertools.product(*values.values())]
+    order = np.random.default_rng(np.random.SeedSequence([seed, len(grid)])).permutation(len(grid))
+    return [grid[i] for i in order]
+
+
 def _open_study(name, storage, direction, seed, spec) -> optuna.Study:
     "The arm's study, new or stored; a stored one must have been tuned with the same seed, space and direction."
     study = optuna.create_study(study_name=name, storage=storage, direction=direction, load_if_exists=True)
@@ -89,7 +108,8 @@ def _tune_one(arm, spec, objective, trials, seed, direction, storage, prefix) ->
     "One arm's study: `trials` trials on `seed`; its record (the best of its first `trials` trials)."
     space = search_space(spec, f"spaces[{arm!r}]")
     if not space:
-        return {"trials": 0, "distinct": 0, "space": {}, "chosen": {}, "value": None, "seed": seed, "tried": []}
+        return {"trials": 0, "distinct": 0, "space": {}, "chosen": {}, "value": None, "seed": seed, "tried": [],
+                "sampler": "none (nothing to tune)"}
     study = _open_study(f"{prefix}{arm}", storage, direction, seed, spec)
 
     def complete():
@@ -98,7 +118,11 @@ def _tune_one(arm, spec, objective, trials, seed, direction, storage, prefix) ->
 
     done = complete()
     scores = {json.dumps(t.params, sort_keys=True): t.value for t in done}
+    grid = _grid_order(space, seed)
     for number in range(len(done), trials):
+        if grid is not None:  # a finite space: its next configuration not yet scored
+            fresh = [p for p in grid if json.dumps(p, sort_keys=True) not in scores]
+            study.enqueue_trial(fresh[0] if fresh else grid[number % len(grid)])
         study.sampler = _trial_sampler(seed, number)
         trial = study.ask(space)
         key = json.dumps(trial.params, sort_keys=True)
@@ -110,7 +134,10 @@ def _tune_one(arm, spec, objective, trials, seed, direction, storage, prefix) ->
     best = max(used, key=lambda t: (sign * t.value, -t.number))  # ties: the earlier trial
     return {"trials": trials, "distinct": len({json.dumps(t.params, sort_keys=True) for t in used}),
             "space": spec, "chosen": dict(best.params), "value": best.value, "seed": seed,
-            "tried": [{"params": dict(t.params), "value": t.value} for t in used]}
+            "tried": [{"params": dict(t.params), "value": t.value} for t in used],
+            "sampler": (f"optuna {optuna.__version__}: " + (
+                "the finite space's configurations in a seeded random order, without replacement"
+                if grid is not None else "TPESampler, seeded per trial"))}
 
 # %% ../nbs/08a_tuning.ipynb #fd0cb231
 def tune_arms(
@@ -122,7 +149,7 @@ def tune_arms(
     direction: str = "maximize",  # 'maximize' or 'minimize' the score
     storage: str | None = None,  # None (in memory) or an Optuna storage URL, e.g. 'sqlite:///tuning.db'
     study_prefix: str = "",  # each arm's study is named study_prefix + arm (one storage, several runs)
-) -> dict:  # {arm: {"trials", "distinct", "space", "chosen", "value", "seed", "tried", "sampler", ...}}
+) -> dict:  # {arm: {"trials", "distinct", "space", "chosen", "value", "seed", "tried", "sampler", "direction"}}
     "Tune every arm with the same budget on a seed that is not reported; one record per arm for `metrics.json`."
     trials, seed = check_int("trials", trials, 4), check_int("seed", seed, 0)
     check_choice("direction", direction, ["maximize", "minimize"])
@@ -139,7 +166,7 @@ def tune_arms(
     finally:
         optuna.logging.set_verbosity(verbosity)
     for r in record.values():
-        r.update(sampler=f"optuna {optuna.__version__} TPESampler, seeded per trial", direction=direction)
+        r.update(direction=direction)
     return record
 
 # %% ../nbs/08a_tuning.ipynb #ee966a48

@@ -207,3 +207,38 @@ def test_a_sweep_lacking_a_new_arm_is_called_stale_with_what_to_rerun_and_a_disa
         assert {a["arm"] for a in tutorial_arms("suncet_digits", then)} >= set(
             pd.read_parquet(folder / "results.parquet").filter(like="results/").columns.str.split("/").str[1])
     assert "stale or wrong cannot be told" in _stale_or_wrong(folder, prov, "x", prov["notebook"], None)
+
+
+def _manifest(path):
+    "A split manifest: its parameters and its index sets."
+    d = json.loads(path.read_text())
+    return d["params"], {k: np.asarray(v, dtype=np.int64) for k, v in d["splits"].items()}
+
+
+@pytest.mark.parametrize("name", ["suncet_digits", "spread_strata", "spread_fashion"])
+def test_published_tuning_and_search_seeds_never_saw_a_reported_test_image(name):
+    """Select on validation, report test once: the seeds that tune an arm or search a setting train and select on
+    no image that a reported seed is tested on (a test set drawn per seed put some of them there)."""
+    folder, m = RES / name, json.loads((RES / name / "metrics.json").read_text())
+    if name == "suncet_digits":
+        pairs = [("tuning_split.json", ["split.json"], ("labeled", "unlabeled", "val"))]
+    else:
+        reported = sorted({*m["seeds"], *m.get("noise_seeds", [])} & {
+            int(p.stem.removeprefix("split_seed")) for p in folder.glob("split_seed*.json")})
+        searched = sorted({m["tuning_seed"], *m.get("noise_search_seeds", [])} - set(reported))
+        pairs = [(f"split_seed{s}.json", [f"split_seed{r}.json" for r in reported], ("train", "val"))
+                 for s in searched if (folder / f"split_seed{s}.json").exists()]
+        wg = sorted(int(p.stem.removeprefix("spurious_split_seed")) for p in folder.glob("spurious_split_seed*.json"))
+        pairs += [(f"spurious_split_seed{s}.json", [f"spurious_split_seed{r}.json" for r in m["worst_group_seeds"]],
+                   ("val",)) for s in wg if s not in m["worst_group_seeds"]]
+        assert m["tuning_seed"] not in reported and (folder / f"split_seed{m['tuning_seed']}.json").exists()
+    assert pairs
+    for search, tested, parts in pairs:
+        params, sp = _manifest(folder / search)
+        assert params.get("test_seed") is not None, f"{name}/{search}: no fixed test seed recorded"
+        seen = np.concatenate([sp[k] for k in parts])
+        for t in tested:
+            t_params, t_sp = _manifest(folder / t)
+            assert t_params.get("test_seed") == params["test_seed"], (search, t)
+            leak = np.intersect1d(seen, t_sp["test"]).size
+            assert not leak, f"{name}: {search} trains or selects on {leak} test images of {t}"
