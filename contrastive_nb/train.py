@@ -709,7 +709,13 @@ class SelectOnValidation(Evaluation):
         self.best, self.best_epoch = sd["best"], sd["best_epoch"]
         self.best_record = sd["best_record"]
         self.state, self.initial = sd["state"], sd["initial"]
-        self.learned, self.stale, self.stopped_at = sd["learned"], sd["stale"], sd["stopped_at"]
+        # a checkpoint from before early stopping was part of the hook: nothing counted yet
+        self.learned = sd.get("learned", self._exceeded())
+        self.stale, self.stopped_at = sd.get("stale", 0), sd.get("stopped_at")
+
+    def _exceeded(self) -> bool:
+        "Whether the best score is above `patience_from` (any score is, without one)."
+        return self.best > (-math.inf if self.patience_from is None else self.patience_from)
 
     def _consider(self, model: nn.Module, record: dict):
         if self.select not in record:
@@ -727,8 +733,7 @@ class SelectOnValidation(Evaluation):
             self.stale = 0
         elif self.learned:  # no new best: the patience counter runs once the score has learnt
             self.stale += 1
-        floor = -math.inf if self.patience_from is None else self.patience_from
-        self.learned = self.learned or self.best > floor
+        self.learned = self.learned or self._exceeded()
         if self.patience is not None and self.stale >= self.patience:
             self.stopped_at = record["epoch"]
 
