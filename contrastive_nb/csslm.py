@@ -653,6 +653,8 @@ def train_csslm(
     log=None,  # called with each epoch's record (e.g. `print`); None: silent
     # early stopping: end after this many epochs without a better dev accuracy (None: all epochs)
     patience: int | None = None,
+    # count `patience` only once the best dev accuracy exceeds this (e.g. chance); None: at once
+    patience_from: float | None = None,
 ) -> dict:  # `text.fit_on_dev`'s record plus `switched_at`, `sets`, `steps`, `class_memory`
     """Fine-tune `model` in place with `css.method`: `"standard"` (the cross-entropy L_CE, Eq. 8),
     `"scf"` (L_CE + SupCon L_CS on x, Eq. 1), `"css-lm-st"` (L_D + L_C + the cross-entropy on
@@ -662,7 +664,8 @@ def train_csslm(
     the encoder at `css.lr` and the new parameters (the head, the special tokens' offsets) at
     `css.head_lr`.
 
-    Returns `text.fit_on_dev`'s record plus `switched_at` (epoch or None), `sets` (the last
+    Early stopping is `text.fit_on_dev`'s (`patience`, `patience_from`; its `learned` says whether
+    the dev accuracy ever exceeded `patience_from`). Returns `text.fit_on_dev`'s record plus `switched_at` (epoch or None), `sets` (the last
     retrieved P(i), P_D(i), P_C(i) per training row, −1 where never retrieved), `steps` and,
     with `class_sums="all"`, `class_memory` (the last c and P_C of every labeled instance).
     `class_sums`: "batch" — L_C's labeled sums and N_C(i) over the batch; "all" — over all N
@@ -691,7 +694,7 @@ def train_csslm(
     out = fit_on_dev(model, opt, n, epochs, batch_size, rng, step,
                      dev_score if has_dev else None, "dev_acc" if has_dev else None, log=log,
                      after_epoch=lambda rec: step.after_epoch(rec, o.switch, has_dev),
-                     patience=patience)
+                     patience=patience, patience_from=patience_from)
     memory_np = None if memory is None else {k_: v.cpu().numpy() for k_, v in memory.items()}
     out.update(switched_at=step.switched_at, sets=sets_out, steps=step.steps, method=method,
                levels=levels, class_sums=class_sums if uses_corpus and "c" in levels else None,

@@ -367,37 +367,30 @@ def fit_on_dev(
     after_epoch: Callable | None = None,  # record → None, after `log` (a change of course)
     # stop once this many epochs in a row bring no new best `select` (None: run every epoch)
     patience: int | None = None,
-) -> dict:  # {'history', 'seconds', 'best_epoch', 'epochs_run'}
+    # count `patience` only once the best `select` exceeds this (e.g. chance); None: from epoch 1
+    patience_from: float | None = None,
+) -> dict:  # {'history', 'seconds', 'best_epoch', 'epochs_run', 'learned'}
     """The text methods' training: `train.fit_rows` (the engine's loop) with the epoch of the best
     `select` on the dev set kept (the untrained model is no candidate); with `patience`, the run
-    ends after that many epochs in a row without a new best (early stopping, one rule for every
-    method that uses it); returns the history, the seconds, the kept epoch and the epochs run."""
+    ends after that many epochs in a row without a new best, counted once the best exceeds
+    `patience_from` (early stopping by `train.SelectOnValidation`, one rule for every method that
+    uses it); returns the history, the seconds, the kept epoch, the epochs run and `learned`
+    (whether the best exceeded `patience_from`; None without `dev_score`)."""
     # the engine, imported here: reading and tokenising text never loads it
-    from contrastive_nb.train import OnEpoch, OnStep, SelectOnValidation, StopTraining, fit_rows
+    from contrastive_nb.train import OnEpoch, SelectOnValidation, fit_rows
 
     if dev_score is not None and select is None:
         raise ValueError("`select` must name the entry of `dev_score`'s result to maximise")
-    if patience is not None:
-        check_int("patience", patience, 1)
-        if dev_score is None:
-            raise ValueError("`patience` needs `dev_score`: early stopping watches the dev score")
-    sel = None if dev_score is None else SelectOnValidation(dev_score, select, score_initial=False)
-
-    done = []  # the epoch after which the run ends early (the engine stops it at `after_step`)
-
-    def stop_early(rec):  # after the selection has seen this epoch's score
-        if rec["epoch"] - sel.best_epoch >= patience:
-            done.append(rec["epoch"])
-
-    def stop(updates):
-        if done:
-            raise StopTraining(f"no better {select} in {patience} epochs")
-
-    hooks = [h for h in (sel, log and OnEpoch(log), after_epoch and OnEpoch(after_epoch),
-                         patience and OnEpoch(stop_early), patience and OnStep(stop)) if h]
+    for name, v in (("patience", patience), ("patience_from", patience_from)):
+        if v is not None and dev_score is None:
+            raise ValueError(f"`{name}` needs `dev_score`: early stopping watches the dev score")
+    sel = None if dev_score is None else SelectOnValidation(
+        dev_score, select, score_initial=False, patience=patience, patience_from=patience_from)
+    hooks = [h for h in (sel, log and OnEpoch(log), after_epoch and OnEpoch(after_epoch)) if h]
     history = fit_rows(model, optimizer, n, epochs, batch_size, rng, batch_loss, hooks)
     if sel is not None:
         sel.restore(model)
     return {"history": history, "seconds": history[-1]["seconds"],
-            "best_epoch": sel.best_epoch if sel is not None else epochs, "epochs_run": len(history)}
+            "best_epoch": sel.best_epoch if sel is not None else epochs, "epochs_run": len(history),
+            "learned": sel.learned if sel is not None else None}
 

@@ -664,7 +664,9 @@ def _fit_state(model, terms, views, loaders, unlabeled, labeled, labeled_sampler
 class SelectOnValidation(Evaluation):
     """Engine hook: score validation every `every` epochs (and, with `score_initial`, before the
     first update: `.initial` is that epoch-0 record); keep the best `select` state (ties: the
-    first)."""
+    first). With `patience`, end the run (`StopTraining`) once that many scored epochs in a row
+    bring no new best, counted only once the best has exceeded `patience_from` (`.learned`);
+    `.stopped_at` is the epoch it ended after (None: it ran every epoch)."""
 
     def __init__(
         self,
@@ -674,20 +676,30 @@ class SelectOnValidation(Evaluation):
         every: int = 1,
         # also score the model before the first update (a candidate, and the curve's epoch 0)
         score_initial: bool = True,
+        # end the run once this many scored epochs in a row bring no new best (None: never)
+        patience: int | None = None,
+        # count patience only once the best `select` exceeds this (e.g. chance); None: from the start
+        patience_from: float | None = None,
     ):
         super().__init__(eval_fn, every)
         self.select, self.score_initial = select, score_initial
+        self.patience = None if patience is None else check_int("patience", patience, 1)
+        self.patience_from = (None if patience_from is None
+                              else float(check_range("patience_from", patience_from)))
         self._reset()
 
     def _reset(self):
         "Nothing selected yet."
         self.best, self.best_epoch, self.best_record = -math.inf, None, None
         self.state = self.initial = None
+        # the best exceeded `patience_from`; scored epochs since the best (counted once learned)
+        self.learned, self.stale, self.stopped_at = False, 0, None
 
-    def state_dict(self) -> dict:  # best value, epoch, record, state and the epoch-0 record
-        "What a resumed run needs to select as an uninterrupted one (saved in every checkpoint)."
+    def state_dict(self) -> dict:  # the selection, the epoch-0 record and the patience counter
+        "What a resumed run needs to select and stop as an uninterrupted one (in every checkpoint)."
         return {"best": self.best, "best_epoch": self.best_epoch, "best_record": self.best_record,
-                "state": self.state, "initial": self.initial}
+                "state": self.state, "initial": self.initial, "learned": self.learned,
+                "stale": self.stale, "stopped_at": self.stopped_at}
 
     def load_state_dict(
         self,
@@ -697,6 +709,13 @@ class SelectOnValidation(Evaluation):
         self.best, self.best_epoch = sd["best"], sd["best_epoch"]
         self.best_record = sd["best_record"]
         self.state, self.initial = sd["state"], sd["initial"]
+        # a checkpoint from before early stopping was part of the hook: nothing counted yet
+        self.learned = sd.get("learned", self._exceeded())
+        self.stale, self.stopped_at = sd.get("stale", 0), sd.get("stopped_at")
+
+    def _exceeded(self) -> bool:
+        "Whether the best score is above `patience_from` (any score is, without one)."
+        return self.best > (-math.inf if self.patience_from is None else self.patience_from)
 
     def _consider(self, model: nn.Module, record: dict):
         if self.select not in record:
@@ -711,6 +730,12 @@ class SelectOnValidation(Evaluation):
                 dict(record),
             )
             self.state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+            self.stale = 0
+        elif self.learned:  # no new best: the patience counter runs once the score has learnt
+            self.stale += 1
+        self.learned = self.learned or self._exceeded()
+        if self.patience is not None and self.stale >= self.patience:
+            self.stopped_at = record["epoch"]
 
     def before_fit(
         self,
@@ -720,6 +745,8 @@ class SelectOnValidation(Evaluation):
         epoch-0 point of the curve)."""
         if run.state.updates == 0:  # not resumed: nothing of an earlier run is kept
             self._reset()
+        elif self.stopped_at is not None:  # resumed after it stopped: no further epoch
+            run.epochs = run.state.epoch
         if self.score_initial and run.state.updates == 0:
             self.initial = {
                 "epoch": 0,
@@ -740,6 +767,17 @@ class SelectOnValidation(Evaluation):
         super().after_epoch(run, record)
         if record["epoch"] % self.every == 0 or record["epoch"] == run.epochs:
             self._consider(run.state.model, record)
+
+    def after_step(
+        self,
+        run,  # the `Trainer` being trained
+    ):
+        "End the run (`StopTraining`) once the patience has run out (at the epoch's end)."
+        if self.stopped_at is not None:
+            raise StopTraining(
+                f"no better {self.select} in {self.patience} scored epochs after epoch"
+                f" {self.best_epoch}"
+            )
 
     def curve(
         self,

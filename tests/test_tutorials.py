@@ -382,6 +382,12 @@ def test_csslm_fewshot_twin(tmp_path):
     # one early-stopping rule: a run ends `patience` (1) epochs after its best one, or at `epochs`
     assert ((t2.epochs_run == t2.best_epoch + 1) | (t2.epochs_run == 3)).all()
     assert (t2.stopped_early == (t2.epochs_run < 3)).all()
+    # patience counts only above chance (the dev set's majority share: 4 of 8 here), the same for every arm:
+    # a run learned iff its best dev accuracy exceeded it, and one that never did ran every epoch
+    assert m["patience_from"] == 0.5
+    assert (t2.learned == (t2.dev_acc > m["patience_from"])).all() and (t2[~t2.learned].epochs_run == 3).all()
+    for a in arms:                                # "did not learn", counted on the reported splits only
+        assert m[f"{a}/no_learning_runs"] == int((~t2[t2.arm == a].learned).sum()), a
     css = t2[t2.arm.str.startswith("CSS")]
     assert css["P same class"].between(0, 1).all() and css["P in-domain"].between(0, 1).all()
     assert m["retrieval/same_class_share"] == css[css.arm == "CSS-LM"]["P same class"].mean()
