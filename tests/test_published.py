@@ -83,7 +83,8 @@ def test_claims_families_in_metrics_carry_the_rules_mde_and_verdicts(path):
     "The families a tutorial saved in its metrics.json: the same rule, the mde at 0.05/m of the family."
     for name, (t, col) in metrics_families(json.loads(path.read_text())).items():
         np.testing.assert_array_equal(t[col], restated_family(t, col)[col], err_msg=name)
-        m = int(t["p"].notna().sum())
+        # m distinct tests: a repeated row (e.g. two baselines with identical scores) is one test, as Holm counts it
+        m = len(t.loc[t["p"].notna(), ["n", "diff", "t_low", "t_high", "p"]].drop_duplicates())
         for _, r in t.iterrows():
             sd = (r.t_high - r.t_low) / 2 * np.sqrt(r.n) / stats.t.ppf(0.975, r.n - 1)
             want = min_detectable_effect(sd, int(r.n), 0.05 / m)
