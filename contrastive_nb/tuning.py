@@ -38,10 +38,14 @@ def search_space(
             raise ValueError(f"{at} must be one of {{kind: values}} with kind in {list(KINDS)}; got {d!r}")
         kind, v = next(iter(d.items()))
         if kind == "choice":
-            if not isinstance(v, (list, tuple)) or not v or len(set(map(repr, v))) < len(v) or not all(
+            if not isinstance(v, (list, tuple)) or not v or not all(
                     x is None or isinstance(x, (bool, int, float, str)) for x in v):
                 raise ValueError(f"{at}: 'choice' needs a non-empty list of distinct numbers, strings, booleans or"
                                  f" None (a name for anything else, e.g. an augmentation); got {v!r}")
+            # Optuna finds a value by ==, so True and 1 (or 1 and 1.0) would be one choice recorded as two
+            if same := [(a, b) for a, b in itertools.combinations(v, 2) if a == b or repr(a) == repr(b)]:
+                raise ValueError(f"{at}: 'choice' needs distinct values, and {same[0][0]!r} and {same[0][1]!r}"
+                                 f" are equal (==); got {v!r}")
             out[name] = CategoricalDistribution(list(v))
             continue
         ok = isinstance(v, (list, tuple)) and len(v) == 2 and all(
@@ -63,25 +67,28 @@ def _trial_sampler(seed: int, number: int) -> optuna.samplers.BaseSampler:
 def _grid_order(space: dict, seed: int, most: int = 10_000) -> list | None:
     """Every configuration of a finite space (choices and integers, at most `most` of them) in an order
     shuffled by the tuning seed; None for a space with a real-valued knob (TPE samples it)."""
-    values = {}
-    for name, d in space.items():
-        if isinstance(d, CategoricalDistribution):
-            values[name] = list(d.choices)
-        elif isinstance(d, IntDistribution):
-            values[name] = list(range(d.low, d.high + 1, d.step))
-        else:
-            return None
-    if math.prod(map(len, values.values())) > most:
+    if not all(isinstance(d, (CategoricalDistribution, IntDistribution)) for d in space.values()):
         return None
+    sizes = [len(d.choices) if isinstance(d, CategoricalDistribution) else (d.high - d.low) // d.step + 1
+             for d in space.values()]
+    if math.prod(sizes) > most:  # counted before any range is built ({"int": [0, 10**9]} builds none)
+        return None
+    values = {name: list(d.choices) if isinstance(d, CategoricalDistribution)
+              else list(range(d.low, d.high + 1, d.step)) for name, d in space.items()}
     grid = [dict(zip(values, combo)) for combo in itertools.product(*values.values())]
     order = np.random.default_rng(np.random.SeedSequence([seed, len(grid)])).permutation(len(grid))
     return [grid[i] for i in order]
 
 
-def _open_study(name, storage, direction, seed, spec) -> optuna.Study:
-    "The arm's study, new or stored; a stored one must have been tuned with the same seed, space and direction."
+def _open_study(name, storage, direction, seed, spec, sampler) -> optuna.Study:
+    """The arm's study, new or stored; a stored one must have been tuned with the same seed, space, direction
+    and sampler (`sampler`: "grid" or "tpe"; a stored study with trials but no sampler recorded is refused)."""
     study = optuna.create_study(study_name=name, storage=storage, direction=direction, load_if_exists=True)
-    for key, value in {"seed": seed, "space": spec, "direction": direction}.items():
+    attrs = {"seed": seed, "space": spec, "direction": direction, "sampler": sampler}
+    if study.trials and "sampler" not in study.user_attrs:
+        raise ValueError(f"the study {name!r} in {storage} holds trials from a version that did not record its"
+                         " sampler: give another `study_prefix` or storage to tune afresh")
+    for key, value in attrs.items():
         if key not in study.user_attrs:
             study.set_user_attr(key, value)
         elif study.user_attrs[key] != value:
@@ -110,7 +117,8 @@ def _tune_one(arm, spec, objective, trials, seed, direction, storage, prefix) ->
     if not space:
         return {"trials": 0, "distinct": 0, "space": {}, "chosen": {}, "value": None, "seed": seed, "tried": [],
                 "sampler": "none (nothing to tune)"}
-    study = _open_study(f"{prefix}{arm}", storage, direction, seed, spec)
+    grid = _grid_order(space, seed)
+    study = _open_study(f"{prefix}{arm}", storage, direction, seed, spec, "tpe" if grid is None else "grid")
 
     def complete():
         return sorted((t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE),
@@ -118,9 +126,9 @@ def _tune_one(arm, spec, objective, trials, seed, direction, storage, prefix) ->
 
     done = complete()
     scores = {json.dumps(t.params, sort_keys=True): t.value for t in done}
-    grid = _grid_order(space, seed)
     for number in range(len(done), trials):
-        if grid is not None:  # a finite space: its next configuration not yet scored
+        # a finite space: its next configuration not yet scored (unless a stopped run left one queued)
+        if grid is not None and not study.get_trials(states=(optuna.trial.TrialState.WAITING,)):
             fresh = [p for p in grid if json.dumps(p, sort_keys=True) not in scores]
             study.enqueue_trial(fresh[0] if fresh else grid[number % len(grid)])
         study.sampler = _trial_sampler(seed, number)
