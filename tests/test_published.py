@@ -216,26 +216,36 @@ def _manifest(path):
     return d["params"], {k: np.asarray(v, dtype=np.int64) for k, v in d["splits"].items()}
 
 
+def _seed_of(path, prefix):
+    return int(path.stem.removeprefix(prefix))
+
+
 @pytest.mark.parametrize("name", ["suncet_digits", "spread_strata", "spread_fashion"])
 def test_published_tuning_and_search_seeds_never_saw_a_reported_test_image(name):
     """Select on validation, report test once: the seeds that tune an arm or search a setting train and select on
-    no image that a reported seed is tested on (a test set drawn per seed put some of them there)."""
+    no image that a reported seed is tested on (a test set drawn per seed put some of them there). Every seed the
+    metrics name must have its manifest: a missing one fails, it is not skipped."""
     folder, m = RES / name, json.loads((RES / name / "metrics.json").read_text())
     if name == "suncet_digits":
         pairs = [("tuning_split.json", ["split.json"], ("labeled", "unlabeled", "val"))]
     else:
-        reported = sorted({*m["seeds"], *m.get("noise_seeds", [])} & {
-            int(p.stem.removeprefix("split_seed")) for p in folder.glob("split_seed*.json")})
-        searched = sorted({m["tuning_seed"], *m.get("noise_search_seeds", [])} - set(reported))
+        reported = sorted({*m["seeds"], *m.get("noise_seeds", [])})
+        on_disk = {_seed_of(p, "split_seed") for p in folder.glob("split_seed*.json")}
+        # the searches' seeds as the metrics record them (older runs: every manifest that is not a reported seed's)
+        searched = sorted({m["tuning_seed"], *m.get("noise_search_seeds", [])} | (on_disk - set(reported)))
+        assert m["tuning_seed"] not in reported and not set(searched) & set(reported)
         pairs = [(f"split_seed{s}.json", [f"split_seed{r}.json" for r in reported], ("train", "val"))
-                 for s in searched if (folder / f"split_seed{s}.json").exists()]
-        wg = sorted(int(p.stem.removeprefix("spurious_split_seed")) for p in folder.glob("spurious_split_seed*.json"))
-        pairs += [(f"spurious_split_seed{s}.json", [f"spurious_split_seed{r}.json" for r in m["worst_group_seeds"]],
-                   ("val",)) for s in wg if s not in m["worst_group_seeds"]]
-        assert m["tuning_seed"] not in reported and (folder / f"split_seed{m['tuning_seed']}.json").exists()
+                 for s in searched]
+        wg_reported = m["worst_group_seeds"] if "worst_group/strength" in m else []  # the study ran
+        wg_disk = {_seed_of(p, "spurious_split_seed") for p in folder.glob("spurious_split_seed*.json")}
+        wg_searched = sorted(set(m.get("strength_seeds", [])) | (wg_disk - set(wg_reported)))
+        assert bool(wg_searched) == bool(wg_reported) and not set(wg_searched) & set(wg_reported), (wg_searched,
+                                                                                                     wg_reported)
+        pairs += [(f"spurious_split_seed{s}.json", [f"spurious_split_seed{r}.json" for r in wg_reported], ("val",))
+                  for s in wg_searched]
     assert pairs
     for search, tested, parts in pairs:
-        params, sp = _manifest(folder / search)
+        params, sp = _manifest(folder / search)  # a manifest named but missing fails here
         assert params.get("test_seed") is not None, f"{name}/{search}: no fixed test seed recorded"
         seen = np.concatenate([sp[k] for k in parts])
         for t in tested:
@@ -243,3 +253,20 @@ def test_published_tuning_and_search_seeds_never_saw_a_reported_test_image(name)
             assert t_params.get("test_seed") == params["test_seed"], (search, t)
             leak = np.intersect1d(seen, t_sp["test"]).size
             assert not leak, f"{name}: {search} trains or selects on {leak} test images of {t}"
+
+
+@pytest.mark.parametrize("name", ["suncet_fractions", "suncet_fashion"])
+def test_published_sweeps_tuned_once_on_a_seed_that_shares_their_one_test_set(name):
+    """A sweep's runs keep no manifests; their results say what the check above needs: one fixed test seed for every
+    run, a tuning seed that is never reported, and the same tuned choice in every run of a setting (the shared
+    study read back, not re-tuned per seed)."""
+    d = pd.read_parquet(RES / name / "results.parquet")
+    for k in ("test_seed", "tuning_seed", "seed"):
+        assert k in d and d[k].notna().all(), f"{name}: no `{k}` recorded in every run"
+    assert d["test_seed"].nunique() == 1, f"{name}: runs with different test sets {sorted(d['test_seed'].unique())}"
+    assert not set(d["tuning_seed"]) & set(d["seed"]), f"{name}: a tuning seed is also a reported seed"
+    chosen = [c for c in d if c.startswith("tuning/") and ("/chosen/" in c or c.endswith("/setting"))]
+    assert chosen, f"{name}: no tuned choices recorded"
+    for c in chosen:
+        per = d.groupby("param/labeled_fraction")[c].agg(lambda v: v.astype(str).nunique())
+        assert (per == 1).all(), f"{name}: {c} differs between the seeds of a fraction: {per.to_dict()}"

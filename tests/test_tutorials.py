@@ -161,6 +161,7 @@ def test_spread_strata_twin(tmp_path):
                                        strata_reduce="pca"))
     m = json.loads((run / "metrics.json").read_text())
     assert m["target_split"] == "val" and m["arms"] == arms      # the run used the arms cell's list
+    assert m["strength_seeds"] == [100] and m["noise_search_seeds"] == [100]   # the searches' seeds, recorded
     for s in {a["study"] for a in arms}:                        # one method per study, unique arm names
         names = [a["arm"] for a in study(s)]
         assert len(set(names)) == len(names) and [a["role"] for a in study(s)].count("method") == 1, s
