@@ -692,14 +692,14 @@ class SelectOnValidation(Evaluation):
         "Nothing selected yet."
         self.best, self.best_epoch, self.best_record = -math.inf, None, None
         self.state = self.initial = None
-        # the best exceeded `patience_from`; scored epochs since the best (counted once learned)
-        self.learned, self.stale, self.stopped_at = False, 0, None
+        # scored epochs since the best (counted once learned); the epoch the run ended after
+        self.stale, self.stopped_at = 0, None
 
     def state_dict(self) -> dict:  # the selection, the epoch-0 record and the patience counter
         "What a resumed run needs to select and stop as an uninterrupted one (in every checkpoint)."
         return {"best": self.best, "best_epoch": self.best_epoch, "best_record": self.best_record,
-                "state": self.state, "initial": self.initial, "learned": self.learned,
-                "stale": self.stale, "stopped_at": self.stopped_at}
+                "state": self.state, "initial": self.initial, "stale": self.stale,
+                "stopped_at": self.stopped_at}
 
     def load_state_dict(
         self,
@@ -710,11 +710,11 @@ class SelectOnValidation(Evaluation):
         self.best_record = sd["best_record"]
         self.state, self.initial = sd["state"], sd["initial"]
         # a checkpoint from before early stopping was part of the hook: nothing counted yet
-        self.learned = sd.get("learned", self._exceeded())
         self.stale, self.stopped_at = sd.get("stale", 0), sd.get("stopped_at")
 
-    def _exceeded(self) -> bool:
-        "Whether the best score is above `patience_from` (any score is, without one)."
+    @property
+    def learned(self) -> bool:
+        "Whether the best score is above `patience_from` (any score is, without one): the best only rises."
         return self.best > (-math.inf if self.patience_from is None else self.patience_from)
 
     def _consider(self, model: nn.Module, record: dict):
@@ -733,7 +733,6 @@ class SelectOnValidation(Evaluation):
             self.stale = 0
         elif self.learned:  # no new best: the patience counter runs once the score has learnt
             self.stale += 1
-        self.learned = self.learned or self._exceeded()
         if self.patience is not None and self.stale >= self.patience:
             self.stopped_at = record["epoch"]
 
