@@ -82,10 +82,11 @@ def _grid_order(space: dict, seed: int, most: int = 10_000) -> list | None:
 
 def _open_study(name, storage, direction, seed, spec, sampler) -> optuna.Study:
     """The arm's study, new or stored; a stored one must have been tuned with the same seed, space, direction
-    and sampler (`sampler`: "grid" or "tpe"; a stored study with trials but no sampler recorded is refused)."""
+    and sampler (`sampler`: "grid" or "tpe"). A stored study with trials but no sampler recorded predates the
+    record: a TPE one was tuned as now (it gets the record), a finite space's is refused (it was sampled by TPE)."""
     study = optuna.create_study(study_name=name, storage=storage, direction=direction, load_if_exists=True)
     attrs = {"seed": seed, "space": spec, "direction": direction, "sampler": sampler}
-    if study.trials and "sampler" not in study.user_attrs:
+    if study.trials and "sampler" not in study.user_attrs and sampler == "grid":
         raise ValueError(f"the study {name!r} in {storage} holds trials from a version that did not record its"
                          " sampler: give another `study_prefix` or storage to tune afresh")
     for key, value in attrs.items():
@@ -156,6 +157,7 @@ def tune_arms(
     reported: list | tuple = (),  # the seeds the claims are reported on; `seed` must not be one of them
     direction: str = "maximize",  # 'maximize' or 'minimize' the score
     storage: str | None = None,  # None (in memory) or an Optuna storage URL, e.g. 'sqlite:///tuning.db'
+    # (one process tunes a storage at a time: hold a lock around the call when runs share it)
     study_prefix: str = "",  # each arm's study is named study_prefix + arm (one storage, several runs)
 ) -> dict:  # {arm: {"trials", "distinct", "space", "chosen", "value", "seed", "tried", "sampler", "direction"}}
     "Tune every arm with the same budget on a seed that is not reported; one record per arm for `metrics.json`."
