@@ -69,12 +69,11 @@ def _grid_order(space: dict, seed: int, most: int = 10_000) -> list | None:
     shuffled by the tuning seed; None for a space with a real-valued knob (TPE samples it)."""
     if not all(isinstance(d, (CategoricalDistribution, IntDistribution)) for d in space.values()):
         return None
-    sizes = [len(d.choices) if isinstance(d, CategoricalDistribution) else (d.high - d.low) // d.step + 1
-             for d in space.values()]
-    if math.prod(sizes) > most:  # counted before any range is built ({"int": [0, 10**9]} builds none)
+    # ranges are lazy: a space is counted before any configuration is built ({"int": [0, 10**9]} builds none)
+    values = {name: d.choices if isinstance(d, CategoricalDistribution) else range(d.low, d.high + 1, d.step)
+              for name, d in space.items()}
+    if math.prod(map(len, values.values())) > most:
         return None
-    values = {name: list(d.choices) if isinstance(d, CategoricalDistribution)
-              else list(range(d.low, d.high + 1, d.step)) for name, d in space.items()}
     grid = [dict(zip(values, combo)) for combo in itertools.product(*values.values())]
     order = np.random.default_rng(np.random.SeedSequence([seed, len(grid)])).permutation(len(grid))
     return [grid[i] for i in order]

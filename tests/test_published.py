@@ -220,6 +220,11 @@ def _seed_of(path, prefix):
     return int(path.stem.removeprefix(prefix))
 
 
+def _fixed_seed(params):
+    "The seed of a manifest's one test draw: the worst-group digits' `split_seed`, else `test_seed`."
+    return params.get("split_seed", params.get("test_seed"))
+
+
 @pytest.mark.parametrize("name", ["suncet_digits", "spread_strata", "spread_fashion"])
 def test_published_tuning_and_search_seeds_never_saw_a_reported_test_image(name):
     """Select on validation, report test once: the seeds that tune an arm or search a setting train and select on
@@ -246,12 +251,11 @@ def test_published_tuning_and_search_seeds_never_saw_a_reported_test_image(name)
     assert pairs
     for search, tested, parts in pairs:
         params, sp = _manifest(folder / search)  # a manifest named but missing fails here
-        fixed = lambda p: p.get("split_seed", p.get("test_seed"))  # noqa: E731 (the worst-group digits' draw)
-        assert fixed(params) is not None, f"{name}/{search}: no fixed test seed recorded"
+        assert _fixed_seed(params) is not None, f"{name}/{search}: no fixed test seed recorded"
         seen = np.concatenate([sp[k] for k in parts])
         for t in tested:
             t_params, t_sp = _manifest(folder / t)
-            assert fixed(t_params) == fixed(params), (search, t)
+            assert _fixed_seed(t_params) == _fixed_seed(params), (search, t)
             leak = np.intersect1d(seen, t_sp["test"]).size
             assert not leak, f"{name}: {search} trains or selects on {leak} test images of {t}"
 
